@@ -1,0 +1,148 @@
+// GGUF files: a validated, memory-mapped reader and a writer.
+//
+// GgufFile::open maps the whole file read-only and parses the header, every metadata key/value and
+// every tensor info, validating as it goes (see gguf.cpp NOTE): any problem throws ignis::Error with a
+// one-line message naming the file, the key or tensor, and what is wrong. After open() succeeds, tensor
+// data pointers are valid for the lifetime of the GgufFile and no further validation is needed.
+// A GgufFile is immutable after open(): all const methods are thread-safe.
+//
+// Shapes use ggml's order: shape[0] is the row length (contiguous), shape[1] the number of rows, ...
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace ignis::gguf {
+
+enum class ValueType : uint32_t {
+  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
+  STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+};
+const char* value_type_name(ValueType t);
+
+// A metadata value. Scalars are widened into i / u / f; arrays keep their element type in `elem_type`
+// and their elements in `arr` (nested arrays are arrays of Values).
+struct Value {
+  ValueType type = ValueType::UINT8;
+  ValueType elem_type = ValueType::UINT8;  // for ARRAY
+  uint64_t u = 0;    // UINT*, BOOL
+  int64_t i = 0;     // INT* (also set for UINT* that fit)
+  double f = 0;      // FLOAT*
+  std::string s;     // STRING
+  std::vector<Value> arr;  // ARRAY
+
+  bool is_integer() const;  // any INT*/UINT* type
+  bool is_number() const;   // integer or float
+};
+
+struct TensorInfo {
+  std::string name;
+  DType type;
+  std::vector<int64_t> shape;  // ggml order, 1..4 dims
+  uint64_t offset = 0;         // relative to the data section
+  size_t n_bytes = 0;
+  const void* data = nullptr;  // into the mapping
+  int64_t n_elements() const;
+};
+
+class GgufFile {
+ public:
+  // Opens, maps and validates `path`. Throws ignis::Error naming the file and the problem.
+  static std::unique_ptr<GgufFile> open(const std::string& path);
+  // Same, over bytes owned by the caller (used by the fuzzer and tests); `name` is used in messages.
+  static std::unique_ptr<GgufFile> from_memory(const void* data, size_t size, const std::string& name);
+  ~GgufFile();
+  GgufFile(const GgufFile&) = delete;
+  GgufFile& operator=(const GgufFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  uint32_t version() const { return version_; }
+  uint32_t alignment() const { return alignment_; }
+
+  // Metadata, in file order.
+  const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }
+  const Value* find(std::string_view key) const;
+  bool has(std::string_view key) const { return find(key) != nullptr; }
+
+  // Typed getters: throw Error "<file>: metadata key <key> is missing" / "... has type X, expected Y".
+  std::string get_string(std::string_view key) const;
+  int64_t get_int(std::string_view key) const;      // any integer type
+  double get_float(std::string_view key) const;     // float or integer types
+  bool get_bool(std::string_view key) const;
+  std::vector<std::string> get_string_array(std::string_view key) const;
+  std::vector<float> get_float_array(std::string_view key) const;
+  std::vector<int64_t> get_int_array(std::string_view key) const;
+  // Optional variants return nullopt when the key is absent (and still throw on a wrong type).
+  std::optional<std::string> opt_string(std::string_view key) const;
+  std::optional<int64_t> opt_int(std::string_view key) const;
+  std::optional<double> opt_float(std::string_view key) const;
+  std::optional<bool> opt_bool(std::string_view key) const;
+
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const TensorInfo* find_tensor(std::string_view name) const;
+
+ private:
+  GgufFile() = default;
+  void parse(const uint8_t* data, size_t size);
+
+  std::string path_;
+  uint32_t version_ = 0;
+  uint32_t alignment_ = 32;
+  std::vector<std::pair<std::string, Value>> kv_;
+  std::map<std::string, size_t, std::less<>> kv_index_;
+  std::vector<TensorInfo> tensors_;
+  std::map<std::string, size_t, std::less<>> tensor_index_;
+  void* map_ = nullptr;
+  size_t map_size_ = 0;
+  std::vector<uint8_t> owned_;  // for from_memory
+};
+
+// Writes GGUF v3 files. Metadata and tensor infos are written in insertion order; tensor data is
+// aligned to `alignment` (general.alignment is written when it is not 32).
+class GgufWriter {
+ public:
+  explicit GgufWriter(uint32_t alignment = 32);
+  void set_u8(const std::string& key, uint8_t v);
+  void set_i8(const std::string& key, int8_t v);
+  void set_u16(const std::string& key, uint16_t v);
+  void set_i16(const std::string& key, int16_t v);
+  void set_u32(const std::string& key, uint32_t v);
+  void set_i32(const std::string& key, int32_t v);
+  void set_u64(const std::string& key, uint64_t v);
+  void set_i64(const std::string& key, int64_t v);
+  void set_f32(const std::string& key, float v);
+  void set_f64(const std::string& key, double v);
+  void set_bool(const std::string& key, bool v);
+  void set_string(const std::string& key, const std::string& v);
+  void set_array(const std::string& key, const Value& array_value);  // type must be ARRAY
+  void set_string_array(const std::string& key, const std::vector<std::string>& v);
+  void set_f32_array(const std::string& key, const std::vector<float>& v);
+  void set_i32_array(const std::string& key, const std::vector<int32_t>& v);
+  // Adds a tensor; `data` holds row_bytes(type, shape[0]) * (rows) bytes and is copied.
+  void add_tensor(const std::string& name, DType type, const std::vector<int64_t>& shape,
+                  const void* data, size_t n_bytes);
+  // Writes the file (throws Error on I/O failure).
+  void write(const std::string& path) const;
+  std::vector<uint8_t> to_bytes() const;
+
+ private:
+  struct Tensor {
+    std::string name;
+    DType type;
+    std::vector<int64_t> shape;
+    std::vector<uint8_t> data;
+  };
+  uint32_t alignment_;
+  std::vector<std::pair<std::string, Value>> kv_;
+  std::vector<Tensor> tensors_;
+  void set(const std::string& key, Value v);
+};
+
+}  // namespace ignis::gguf
