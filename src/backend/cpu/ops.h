@@ -1,0 +1,35 @@
+// CPU compute primitives used by the model layer.
+//
+// matmul is the hot path: y = x * W^T for a weight W stored row-major in any DType (a "row" is one
+// output feature, shape[0] = n_in elements long, ggml order). Activations are f32; where the weight
+// type's dot product consumes a quantized activation (vec_dot_type), x is quantized on the fly once
+// per call. The ISA (scalar, AVX2, AVX-512) is picked at run time from CPU features.
+// All functions are thread-safe; they use the given pool for parallelism.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+
+namespace ignis::cpu {
+
+// A weight matrix view: n_out rows of n_in elements of `type`, rows contiguous (row_bytes(type, n_in)).
+struct WeightView {
+  DType type = DType::F32;
+  const void* data = nullptr;
+  int64_t n_in = 0;   // ne0: row length
+  int64_t n_out = 0;  // ne1: rows
+};
+
+// y[t, o] = sum_i x[t, i] * W[o, i]   for t < n_tokens, o < n_out.
+// x: [n_tokens, n_in] f32 (row stride n_in); y: [n_tokens, n_out] f32 (row stride n_out).
+void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tokens, float* y);
+
+// Dequantizes row `row` of w into dst[n_in] (embedding lookup).
+void get_row(const WeightView& w, int64_t row, float* dst);
+
+// Name of the kernel set picked for this CPU ("avx512", "avx2", "scalar").
+const char* isa_name();
+
+}  // namespace ignis::cpu
