@@ -1,0 +1,86 @@
+// A loaded transformer: hyperparameters, weights bound to the memory-mapped file, and the forward pass.
+//
+// Model::load opens a GGUF, looks up the architecture in the registry (keyed by general.architecture),
+// validates every tensor's presence, type and shape against the hyperparameters, and binds weights
+// in place (no copy). A Model is immutable after load; forward() mutates only the KvCache it is given and
+// uses the ThreadPool given to it, so two threads may run forward() concurrently on distinct caches with
+// distinct pools.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+
+namespace ignis::gguf {
+class GgufFile;
+}
+
+namespace ignis::model {
+
+struct HParams {
+  std::string arch;          // general.architecture: "llama", "qwen2", "qwen3"
+  std::string name;          // general.name (may be empty)
+  int64_t n_vocab = 0;
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;      // per-head size of q/k/v
+  int64_t n_ff = 0;
+  int64_t n_ctx_train = 0;
+  float rms_eps = 1e-5f;
+  float rope_theta = 10000.0f;
+  int64_t n_rot = 0;         // rotary dims (rope.dimension_count), head_dim by default
+  bool rope_neox = false;    // true: rotate halves (qwen2/qwen3); false: adjacent pairs (llama)
+  float rope_freq_scale = 1.0f;  // linear scaling
+  bool tied_output = false;  // output head shares token_embd
+};
+
+// KV cache for one sequence. Positions are appended in order; truncate() rolls back (e.g. to reuse a
+// prompt prefix). The interface is what the paged multi-sequence cache of the engine implements too.
+class KvCache {
+ public:
+  virtual ~KvCache() = default;
+  virtual int64_t n_ctx() const = 0;   // capacity in tokens
+  virtual int64_t n_past() const = 0;  // tokens stored
+  virtual void truncate(int64_t n) = 0;  // keep the first n tokens
+};
+
+struct LoadOptions {
+  bool validate_only = false;  // load and check, used by tests of bad files
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  // Throws ignis::Error naming the file and the problem (missing key/tensor, bad shape, bad type, ...).
+  static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& opts = {});
+  static std::unique_ptr<Model> load(std::shared_ptr<const gguf::GgufFile> file,
+                                     const LoadOptions& opts = {});
+
+  virtual const HParams& hparams() const = 0;
+  virtual const gguf::GgufFile& file() const = 0;
+  virtual std::shared_ptr<const gguf::GgufFile> file_ptr() const = 0;
+
+  // A single-sequence cache holding up to n_ctx tokens (n_ctx > 0). Throws Error if n_ctx is absurd
+  // (more memory than can be allocated).
+  virtual std::unique_ptr<KvCache> new_cache(int64_t n_ctx) const = 0;
+
+  // Runs tokens at positions cache.n_past() .. +tokens.size() and appends their K/V to the cache.
+  // Throws Error if the tokens do not fit in the cache or an id is outside [0, n_vocab).
+  // logits: if non-null, receives [n_out, n_vocab] f32 where n_out = all_logits ? tokens.size() : 1
+  // (the last token's row).
+  virtual void forward(KvCache& cache, std::span<const int32_t> tokens, float* logits, bool all_logits,
+                       ThreadPool& pool) const = 0;
+
+  // Total bytes of weights, and number of parameters (for bench / info output).
+  virtual uint64_t weight_bytes() const = 0;
+  virtual uint64_t n_params() const = 0;
+};
+
+}  // namespace ignis::model

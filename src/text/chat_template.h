@@ -1,0 +1,45 @@
+// Chat templates: Hugging Face Jinja chat templates rendered by ignis's own Jinja interpreter.
+//
+// A ChatTemplate is parsed once from template source (syntax errors throw ignis::Error naming the line)
+// and is immutable afterwards: render() is const and thread-safe. Rendering follows transformers'
+// apply_chat_template: trim_blocks and lstrip_blocks on, the variables messages, tools, documents,
+// add_generation_prompt, bos_token, eos_token plus any extra kwargs (enable_thinking, ...),
+// raise_exception() raising ignis::Error with the template's own message, strftime_now, tojson as HF defines.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ignis::text {
+
+struct ChatTemplateInputs {
+  nlohmann::json messages = nlohmann::json::array();
+  nlohmann::json tools;      // null when absent (templates test `tools is defined`/`tools`)
+  nlohmann::json documents;  // null when absent
+  bool add_generation_prompt = true;
+  std::string bos_token;
+  std::string eos_token;
+  nlohmann::json extra = nlohmann::json::object();  // extra kwargs, e.g. {"enable_thinking": false}
+};
+
+class ChatTemplate {
+ public:
+  // Throws ignis::Error "chat template line N: ..." on a syntax error.
+  explicit ChatTemplate(const std::string& source);
+  ~ChatTemplate();
+  ChatTemplate(ChatTemplate&&) noexcept;
+  ChatTemplate& operator=(ChatTemplate&&) noexcept;
+
+  std::string render(const ChatTemplateInputs& in) const;
+
+  // ChatML, the fallback for models that ship no template.
+  static const char* chatml_source();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ignis::text
