@@ -71,7 +71,7 @@ SchedulerOutput Scheduler::schedule() {
          static_cast<int32_t>(running_.size()) < cfg_.max_seqs) {
     auto r = waiting_.front();
     const int32_t known = static_cast<int32_t>(r->tokens.size());
-    PrefixHit hit = kv_.find_prefix(std::span<const int32_t>(r->tokens));
+    PrefixHit hit = r->skip_prefix_cache ? PrefixHit{} : kv_.find_prefix(std::span<const int32_t>(r->tokens));
     const int32_t n_new = std::min(known - hit.n_tokens, budget);
     if (!kv_.allocate(r->blocks, hit.n_tokens, n_new, hit)) break;
     waiting_.pop_front();
@@ -104,6 +104,14 @@ void Scheduler::advance(const SchedulerOutput& out, const std::vector<int32_t>& 
       finished.push_back(r);
     }
   }
+}
+
+std::vector<std::shared_ptr<SchedRequest>> Scheduler::update_with_flags(const SchedulerOutput& out,
+                                                                        const std::vector<int32_t>& sampled,
+                                                                        const std::vector<bool>& stop) {
+  std::vector<std::shared_ptr<SchedRequest>> finished;
+  advance(out, sampled, finished, stop);
+  return finished;
 }
 
 void Scheduler::finish_request(const std::shared_ptr<SchedRequest>& r, FinishReason reason) {

@@ -35,6 +35,7 @@ struct SchedRequest {
   SeqBlocks blocks;
   int32_t n_cached_prompt = 0;  // prompt tokens served from the prefix cache at the last admission
   int32_t n_preemptions = 0;
+  bool skip_prefix_cache = false;  // e.g. prompt logprobs wanted: every prompt position is computed
 
   int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
 };
@@ -72,6 +73,10 @@ class Scheduler {
   template <typename IsStop>
   std::vector<std::shared_ptr<SchedRequest>> update(const SchedulerOutput& out, const std::vector<int32_t>& sampled,
                                                     IsStop is_stop);
+  // Same, with the stop decision made by the caller: stop[i] for out.seqs[i].
+  std::vector<std::shared_ptr<SchedRequest>> update_with_flags(const SchedulerOutput& out,
+                                                               const std::vector<int32_t>& sampled,
+                                                               const std::vector<bool>& stop);
   // Ends a request wherever it is (cancellation, client gone); its blocks are free on return.
   void finish(RequestId id, FinishReason reason);
 

@@ -1,0 +1,232 @@
+// ignis bench: prompt processing (pp) and token generation (tg) speed, measured as llama-bench does.
+//
+// NOTE: method follows llama-bench so the numbers compare side by side: each test starts from an empty
+// KV cache; pp evaluates n_prompt random tokens as one batch, tg evaluates n_gen tokens one at a time;
+// one warm-up run precedes the timed repetitions; t/s is reported as the mean and standard deviation
+// of the per-repetition rates.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "backend/cpu/ops.h"
+#include "cli/command.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "format/gguf.h"
+#include "model/model.h"
+
+namespace ignis::cli {
+namespace {
+
+struct BenchOptions {
+  std::string model;
+  std::string n_prompt = "512";
+  std::string n_gen = "128";
+  std::string threads;
+  int reps = 5;
+  std::string output = "md";
+};
+
+std::vector<int> parse_list(const std::string& s, const char* flag, int lo) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      long v = std::stol(item, &used);
+      if (used != item.size() || v < lo || v > 1000000) throw std::invalid_argument("range");
+      out.push_back(static_cast<int>(v));
+    } catch (const std::exception&) {
+      fail("{}: '{}' is not a valid value (expected integers >= {}, comma-separated)", flag, item, lo);
+    }
+  }
+  if (out.empty()) fail("{}: no value given", flag);
+  return out;
+}
+
+uint64_t peak_rss_bytes() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<uint64_t>(ru.ru_maxrss) * 1024;
+}
+
+std::string cpu_model() {
+  FILE* f = std::fopen("/proc/cpuinfo", "r");
+  if (!f) return "";
+  char line[512];
+  std::string out;
+  while (std::fgets(line, sizeof line, f)) {
+    std::string s(line);
+    if (s.rfind("model name", 0) == 0) {
+      auto p = s.find(':');
+      out = s.substr(p + 2);
+      if (!out.empty() && out.back() == '\n') out.pop_back();
+      break;
+    }
+  }
+  std::fclose(f);
+  return out;
+}
+
+// "qwen2 0.5B Q4_0" in llama-bench's style: arch, size class, dominant weight type.
+std::string model_type(const model::Model& m) {
+  const auto& hp = m.hparams();
+  std::map<std::string, uint64_t> bytes_by_type;
+  for (const auto& t : m.file().tensors())
+    if (t.shape.size() >= 2) bytes_by_type[dtype_name(t.type)] += t.n_bytes;
+  std::string type = "?";
+  uint64_t best = 0;
+  for (auto& [name, b] : bytes_by_type)
+    if (b > best) best = b, type = name;
+  std::transform(type.begin(), type.end(), type.begin(), ::toupper);
+  double params = double(m.n_params());
+  std::string size = params >= 1e9 ? fmt::format("{:.1f}B", params / 1e9) : fmt::format("{:.0f}M", params / 1e6);
+  return fmt::format("{} {} {}", hp.arch, size, type);
+}
+
+struct TestResult {
+  int n_prompt = 0, n_gen = 0, threads = 0;
+  std::vector<double> samples_ns;
+  std::vector<double> samples_ts;
+};
+
+double mean(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / v.size(); }
+double stddev(const std::vector<double>& v) {
+  if (v.size() < 2) return 0.0;
+  double m = mean(v), s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / (v.size() - 1));
+}
+
+TestResult run_test(const model::Model& m, ThreadPool& pool, int n_prompt, int n_gen, int reps) {
+  TestResult r;
+  r.n_prompt = n_prompt;
+  r.n_gen = n_gen;
+  r.threads = pool.n_threads();
+  const int64_t n_vocab = m.hparams().n_vocab;
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(n_vocab - 1));
+  auto cache = m.new_cache(std::max(1, n_prompt + n_gen));
+  std::vector<float> logits(n_vocab);
+  auto once = [&]() {
+    cache->truncate(0);
+    if (n_prompt > 0) {
+      std::vector<int32_t> toks(n_prompt);
+      for (auto& t : toks) t = tok(rng);
+      m.forward(*cache, toks, logits.data(), false, pool);
+    }
+    for (int i = 0; i < n_gen; ++i) {
+      int32_t t = tok(rng);
+      m.forward(*cache, std::span<const int32_t>(&t, 1), logits.data(), false, pool);
+    }
+  };
+  once();  // warm-up
+  for (int rep = 0; rep < reps; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    once();
+    double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    r.samples_ns.push_back(ns);
+    r.samples_ts.push_back((n_prompt + n_gen) / (ns * 1e-9));
+  }
+  return r;
+}
+
+int run_bench(const BenchOptions& o) {
+  auto prompts = parse_list(o.n_prompt, "-p", 0);
+  auto gens = parse_list(o.n_gen, "-n", 0);
+  std::vector<int> threads =
+      o.threads.empty() ? std::vector<int>{static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))}
+                        : parse_list(o.threads, "-t", 1);
+  if (o.reps < 1 || o.reps > 1000) fail("-r: {} repetitions is out of range (1..1000)", o.reps);
+  if (o.output != "md" && o.output != "json" && o.output != "jsonl")
+    fail("-o: unknown output format '{}' (md or json)", o.output);
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto m = model::Model::load(o.model);
+  const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const std::string type = model_type(*m);
+  const uint64_t size = m->weight_bytes();
+  const bool md = o.output == "md";
+  if (md) {
+    std::printf("| %-30s | %10s | %10s | %-7s | %7s | %13s | %20s |\n", "model", "size", "params", "backend", "threads",
+                "test", "t/s");
+    std::printf("| %s | %s: | %s: | %s | %s: | %s: | %s: |\n", std::string(30, '-').c_str(),
+                std::string(9, '-').c_str(), std::string(9, '-').c_str(), std::string(7, '-').c_str(),
+                std::string(6, '-').c_str(), std::string(12, '-').c_str(), std::string(19, '-').c_str());
+    std::fflush(stdout);
+  }
+  for (int nt : threads) {
+    ThreadPool pool(nt);
+    std::vector<std::pair<int, int>> tests;
+    for (int p : prompts)
+      if (p > 0) tests.emplace_back(p, 0);
+    for (int g : gens)
+      if (g > 0) tests.emplace_back(0, g);
+    for (auto [p, g] : tests) {
+      TestResult r = run_test(*m, pool, p, g, o.reps);
+      const std::string test = p > 0 ? fmt::format("pp{}", p) : fmt::format("tg{}", g);
+      if (md) {
+        std::printf("| %-30s | %6.2f GiB | %8.2f B | %-7s | %7d | %13s | %20s |\n", type.c_str(), size / 1073741824.0,
+                    m->n_params() / 1e9, "CPU", nt, test.c_str(),
+                    fmt::format("{:.2f} ± {:.2f}", mean(r.samples_ts), stddev(r.samples_ts)).c_str());
+      } else {
+        nlohmann::json j = {
+            {"model_filename", o.model},
+            {"model_type", type},
+            {"model_size", size},
+            {"model_n_params", m->n_params()},
+            {"backends", "CPU"},
+            {"cpu_info", cpu_model()},
+            {"isa", cpu::isa_name()},
+            {"n_threads", nt},
+            {"n_prompt", p},
+            {"n_gen", g},
+            {"avg_ns", static_cast<uint64_t>(mean(r.samples_ns))},
+            {"stddev_ns", static_cast<uint64_t>(stddev(r.samples_ns))},
+            {"avg_ts", mean(r.samples_ts)},
+            {"stddev_ts", stddev(r.samples_ts)},
+            {"samples_ns", r.samples_ns},
+            {"samples_ts", r.samples_ts},
+            {"peak_rss_bytes", peak_rss_bytes()},
+            {"load_ms", load_ms},
+        };
+        std::printf("%s\n", j.dump().c_str());
+      }
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+Action setup_bench(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  app.add_option("-m,--model", o->model, "model file (GGUF)")->required();
+  app.add_option("-p,--n-prompt", o->n_prompt, "prompt lengths to test, comma-separated (0 skips)");
+  app.add_option("-n,--n-gen", o->n_gen, "generation lengths to test, comma-separated (0 skips)");
+  app.add_option("-t,--threads", o->threads, "thread counts, comma-separated (default: all cores)");
+  app.add_option("-r,--repetitions", o->reps, "timed repetitions per test");
+  app.add_option("-o,--output", o->output, "md (table) or json (one object per test per line)");
+  return [o]() { return run_bench(*o); };
+}
+
+Command reg{"bench", "Measure prompt processing and generation speed (llama-bench's method)", setup_bench};
+
+}  // namespace
+}  // namespace ignis::cli

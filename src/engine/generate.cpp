@@ -1,0 +1,102 @@
+// The single-sequence generation loop: see generate.h.
+#include "engine/generate.h"
+
+#include <chrono>
+
+#include "core/error.h"
+#include "sample/stop.h"
+
+namespace ignis::engine {
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+const char* stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::kEog: return "eog";
+    case StopReason::kLength: return "length";
+    case StopReason::kStopString: return "stop";
+    case StopReason::kContextFull: return "context_full";
+    case StopReason::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+// NOTE: the sampled token is only fed to the model when another one is wanted, so n_predict tokens
+// cost n_predict - 1 single-token forwards after the prompt batch, and a full cache ends generation
+// (reason kContextFull) instead of shifting or truncating the context.
+GenerateResult generate(const model::Model& model, model::KvCache& cache, const text::Tokenizer& tok,
+                        sample::Sampler& sampler, ThreadPool& pool, std::span<const text::TokenId> prompt,
+                        const GenerateOptions& opts, const GenerateCallbacks& cb) {
+  if (prompt.empty()) fail("generate: the prompt has no tokens");
+  const int64_t room = cache.n_ctx() - cache.n_past();
+  if (static_cast<int64_t>(prompt.size()) > room)
+    fail("generate: the prompt has {} tokens but the context has room for {} (n_ctx {})", prompt.size(),
+         room, cache.n_ctx());
+  if (opts.n_predict < -1) fail("generate: n_predict must be >= -1, got {}", opts.n_predict);
+  const int64_t n_vocab = model.hparams().n_vocab;
+  if (n_vocab != sampler.n_vocab())
+    fail("generate: the sampler expects {} logits but the model has n_vocab {}", sampler.n_vocab(), n_vocab);
+
+  GenerateResult res;
+  res.n_prompt = static_cast<int64_t>(prompt.size());
+  std::vector<float> logits(static_cast<size_t>(n_vocab));  // [n_vocab] f32, last position
+
+  auto t0 = std::chrono::steady_clock::now();
+  model.forward(cache, prompt, logits.data(), false, pool);
+  res.prompt_ms = ms_since(t0);
+  for (text::TokenId id : prompt) sampler.accept(id);
+
+  text::StreamDecoder decoder(tok);
+  sample::StopMatcher stops(opts.stop);
+  auto emit = [&](const std::string& s) {
+    if (!s.empty() && cb.on_text) cb.on_text(s);
+  };
+
+  t0 = std::chrono::steady_clock::now();
+  res.reason = StopReason::kLength;
+  while (opts.n_predict < 0 || res.n_generated < opts.n_predict) {
+    TokenEvent ev;
+    ev.id = sampler.sample(logits);
+    sampler.accept(ev.id);
+    ++res.n_generated;
+    if (opts.n_top_logprobs > 0) ev.logprobs = sample::log_softmax_top(logits, ev.id, opts.n_top_logprobs);
+    ev.eog = tok.is_eog(ev.id);
+    if (!ev.eog) ev.text = decoder.push(ev.id);
+    const bool go_on = !cb.on_token || cb.on_token(ev);
+    if (ev.eog) {
+      res.reason = StopReason::kEog;
+      break;
+    }
+    emit(stops.push(ev.text));
+    if (stops.stopped()) {
+      res.reason = StopReason::kStopString;
+      res.stop_string = stops.matched();
+      break;
+    }
+    if (!go_on) {
+      res.reason = StopReason::kCancelled;
+      break;
+    }
+    if (opts.n_predict >= 0 && res.n_generated >= opts.n_predict) break;
+    if (cache.n_past() >= cache.n_ctx()) {
+      res.reason = StopReason::kContextFull;
+      break;
+    }
+    const text::TokenId next = ev.id;
+    model.forward(cache, std::span<const text::TokenId>(&next, 1), logits.data(), false, pool);
+  }
+  if (!stops.stopped()) {
+    emit(stops.push(decoder.flush()));
+    emit(stops.flush());
+  }
+  res.generation_ms = ms_since(t0);
+  return res;
+}
+
+}  // namespace ignis::engine
