@@ -79,6 +79,8 @@ struct StreamChunk {
   int32_t n_prompt_tokens = 0;
   int32_t n_generated_tokens = 0;
   int32_t n_cached_tokens = 0;       // prompt tokens served from the prefix cache
+  double queue_s = 0.0;              // seconds from submit() to the request's first engine step
+  std::vector<TokenInfo> prompt_logprobs;  // once, with the first token, if prompt_logprobs was asked for
 };
 
 struct Completion {

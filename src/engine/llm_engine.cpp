@@ -55,6 +55,8 @@ struct Req {
   Engine::ChunkCallback cb;
   Clock::time_point arrival;
   bool first_token_seen = false;
+  bool scheduled = false;
+  double queue_s = 0.0;
   std::vector<TokenInfo> prompt_logprobs;  // accumulated over prefill chunks
   bool prompt_logprobs_sent = false;
 };
@@ -324,6 +326,7 @@ void LlmEngine::emit_final(Req& r, ignis::FinishReason reason, const std::string
   c.n_prompt_tokens = r.sched->n_prompt;
   c.n_generated_tokens = r.sched->n_generated();
   c.n_cached_tokens = r.sched->n_cached_prompt;
+  c.queue_s = r.queue_s;
   if (r.cb) r.cb(c);
 }
 
@@ -401,6 +404,10 @@ void LlmEngine::step() {
   for (size_t i = 0; i < out.seqs.size(); ++i) {
     const ScheduledSeq& s = out.seqs[i];
     auto r = active_.at(s.id);
+    if (!r->scheduled) {
+      r->scheduled = true;
+      r->queue_s = std::chrono::duration<double>(Clock::now() - r->arrival).count();
+    }
     reqs.push_back(r);
     views.push_back(std::make_unique<SeqKvView>(*store_, r->sched->blocks.table, s.pos));
     BatchSeq b;
@@ -420,6 +427,7 @@ void LlmEngine::step() {
   std::vector<bool> stop_flags(out.seqs.size(), false);
   std::vector<TokenInfo> infos(out.seqs.size());
   uint64_t n_prompt_computed = 0, n_gen = 0;
+  std::vector<size_t> zero_done;
   for (size_t i = 0; i < out.seqs.size(); ++i) {
     const ScheduledSeq& s = out.seqs[i];
     Req& r = *reqs[i];
@@ -449,6 +457,10 @@ void LlmEngine::step() {
       }
     }
     if (!s.samples) continue;
+    if (r.params.max_tokens == 0) {  // prompt only (e.g. echo with prompt logprobs)
+      zero_done.push_back(i);
+      continue;
+    }
     const float* row = rows[i].data() + (batch[i].all_logits ? size_t(s.n_tokens - 1) * n_vocab : 0);
     std::span<const float> lrow(row, size_t(n_vocab));
     const TokenId t = r.sampler->sample(lrow);
@@ -476,6 +488,20 @@ void LlmEngine::step() {
     ++stats_.steps;
   }
 
+  for (size_t i : zero_done) {
+    Req& r = *reqs[i];
+    sched_->finish(r.sched->id, FinishReason::Length);
+    if (r.params.prompt_logprobs >= 0 && r.cb) {
+      StreamChunk c;
+      c.id = r.sched->id;
+      c.prompt_logprobs = r.prompt_logprobs;
+      c.n_prompt_tokens = r.sched->n_prompt;
+      c.queue_s = r.queue_s;
+      r.cb(c);
+    }
+    emit_final(r, ignis::FinishReason::Length);
+    active_.erase(r.sched->id);
+  }
   for (size_t i = 0; i < out.seqs.size(); ++i) {
     if (sampled[i] < 0) continue;
     Req& r = *reqs[i];
@@ -491,6 +517,11 @@ void LlmEngine::step() {
     c.n_prompt_tokens = r.sched->n_prompt;
     c.n_generated_tokens = r.sched->n_generated();
     c.n_cached_tokens = r.sched->n_cached_prompt;
+    c.queue_s = r.queue_s;
+    if (r.params.prompt_logprobs >= 0 && !r.prompt_logprobs_sent) {
+      c.prompt_logprobs = r.prompt_logprobs;
+      r.prompt_logprobs_sent = true;
+    }
     ignis::FinishReason reason = ignis::FinishReason::None;
     if (r.sched->status == RequestStatus::Finished) {
       reason = r.sched->finish == FinishReason::Length ? ignis::FinishReason::Length : ignis::FinishReason::Stop;
@@ -511,8 +542,6 @@ void LlmEngine::step() {
     if (r.cb) r.cb(c);
     if (c.finished) active_.erase(r.sched->id);
   }
-  // Requests whose prompt logprobs are complete but sampled nothing this step keep accumulating.
-  (void)n_vocab;
 }
 
 std::vector<Completion> LlmEngine::run_blocking(const std::vector<std::vector<TokenId>>& prompts,
@@ -534,6 +563,7 @@ std::vector<Completion> LlmEngine::run_blocking(const std::vector<std::vector<To
         c->ttft_s = std::chrono::duration<double>(Clock::now() - start).count();
       c->id = ch.id;
       c->text += ch.text;
+      if (!ch.prompt_logprobs.empty()) c->prompt_logprobs = ch.prompt_logprobs;
       for (const auto& t : ch.tokens) {
         c->token_ids.push_back(t.id);
         if (!std::isnan(t.logprob)) c->logprobs.push_back(t);
@@ -545,8 +575,6 @@ std::vector<Completion> LlmEngine::run_blocking(const std::vector<std::vector<To
         c->stop = ch.stop;
         c->total_s = std::chrono::duration<double>(Clock::now() - start).count();
         if (!ch.error.empty()) c->stop = "error: " + ch.error;
-        auto it = active_.find(ch.id);
-        if (it != active_.end()) c->prompt_logprobs = it->second->prompt_logprobs;
         std::lock_guard<std::mutex> lk(sh->mu);
         ++sh->done;
         sh->cv.notify_all();
