@@ -3,6 +3,8 @@
 // NOTE: the server listens before the model is loaded, so /health can answer 503 during the load and
 // 200 once the engine runs. SIGTERM/SIGINT stops accepting connections, lets in-flight requests finish
 // within --shutdown-timeout seconds, cancels what is left, and exits 0.
+#include <sys/resource.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -60,6 +62,12 @@ int run_serve(const ServeOptions& o) {
   eo.prefix_caching = !o.no_prefix_caching;
   if (!o.chat_template_file.empty()) eo.chat_template = read_text_file(o.chat_template_file, "--chat-template-file");
 
+  // Many keep-alive connections need many descriptors: raise the soft limit to the hard one.
+  struct rlimit rl {};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
   server::ServiceOptions so;
   so.api_key = o.api_key;
   so.model_name = !o.alias.empty() ? o.alias : (!o.hf.empty() ? o.hf : o.model);
