@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Side-by-side CPU speed: llama.cpp (llama-bench, built from the source node-llama-cpp@3.21.1 ships) and
+# ignis bench, alternated on the same GGUF files, pp512 and tg128 at 2 and 1 threads, several
+# repetitions; prints medians, ratios and each decode rate as a fraction of the memory-bandwidth floor.
+#
+#   bench/vs-llamacpp.sh [REPS=3] [MODEL.gguf ...]
+# Env: SCRATCH (default /work/scratch/bench: node-llama-cpp, llama.cpp build, models),
+#      THREADS (default "2 1"), PP (512), TG (128).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+REPS=${1:-3}; shift || true
+SCRATCH=${SCRATCH:-/work/scratch/bench}
+THREADS=${THREADS:-"2 1"}
+PP=${PP:-512}
+TG=${TG:-128}
+mkdir -p "$SCRATCH"
+PY=/usr/bin/python3
+
+# 1. llama.cpp: node-llama-cpp@3.21.1's source bundle, built once.
+NLC="$SCRATCH/nlc/node_modules/node-llama-cpp"
+if [ ! -f "$NLC/llama/gitRelease.bundle" ]; then
+  mkdir -p "$SCRATCH/nlc"
+  (cd "$SCRATCH/nlc" && { [ -f package.json ] || npm init -y >/dev/null; } && npm i -E node-llama-cpp@3.21.1 --no-audit --no-fund >/dev/null)
+fi
+LL="$SCRATCH/llama.cpp"
+[ -x "$LL/build/bin/llama-bench" ] || NLC_DIR="$NLC" bash "$ROOT/scripts/ref/build_llamacpp.sh" "$LL" "$(nproc)" >/dev/null
+# 2. ignis.
+[ -x "$ROOT/build/bin/ignis" ] || { cmake -S "$ROOT" -B "$ROOT/build" -G Ninja >/dev/null && cmake --build "$ROOT/build" -j"$(nproc)" >/dev/null; }
+[ -x "$ROOT/build/bin/ignis-mkmodel" ] || cmake --build "$ROOT/build" --target ignis-mkmodel >/dev/null
+# 3. Models: the project's own random-weight files of the real shapes.
+if [ $# -eq 0 ]; then
+  MODELS="$SCRATCH/models"
+  [ -f "$MODELS/qwen3-0.6b-q8_0.gguf" ] || bash "$ROOT/scripts/ref/make_bench_models.sh" "$MODELS" "$LL" "$ROOT/build" >/dev/null
+  set -- "$MODELS"/qwen2.5-0.5b-f16.gguf "$MODELS"/qwen2.5-0.5b-q8_0.gguf "$MODELS"/qwen2.5-0.5b-q4_0.gguf \
+    "$MODELS"/qwen2.5-0.5b-q4_k_m.gguf "$MODELS"/qwen2.5-1.5b-q4_0.gguf "$MODELS"/qwen2.5-1.5b-q4_k_m.gguf \
+    "$MODELS"/llama-3.2-1b-q4_0.gguf "$MODELS"/qwen3-0.6b-q8_0.gguf
+fi
+# 4. Memory bandwidth per thread count.
+cc -O3 -march=native -fopenmp "$ROOT/bench/membw.c" -o "$SCRATCH/membw"
+declare -A BW
+for t in $THREADS; do BW[$t]=$("$SCRATCH/membw" "$t"); done
+
+OUT="$SCRATCH/results-$(date +%Y%m%d-%H%M%S).jsonl"
+echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs); bandwidth GB/s: $(for t in $THREADS; do printf '%s threads %s; ' "$t" "${BW[$t]}"; done)"
+for m in "$@"; do
+  for t in $THREADS; do
+    for r in $(seq 1 "$REPS"); do
+      "$LL/build/bin/llama-bench" -m "$m" -p "$PP" -n "$TG" -t "$t" -r 1 -o jsonl 2>/dev/null |
+        sed "s|^{|{\"engine\":\"llama.cpp\",\"bw\":${BW[$t]},|" >>"$OUT"
+      "$ROOT/build/bin/ignis" bench -m "$m" -p "$PP" -n "$TG" -t "$t" -r 1 -o json 2>/dev/null |
+        sed "s|^{|{\"engine\":\"ignis\",\"bw\":${BW[$t]},|" >>"$OUT"
+    done
+  done
+done
+"$PY" - "$OUT" <<'PYEOF'
+import json, os, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+key = lambda r: (os.path.basename(r["model_filename"]), r["n_threads"], "pp%d" % r["n_prompt"] if r["n_prompt"] else "tg%d" % r["n_gen"])
+med, size = {}, {}
+for r in rows:
+    med.setdefault(key(r) + (r["engine"],), []).append(r["avg_ts"])
+    if r["engine"] == "llama.cpp": size[os.path.basename(r["model_filename"])] = r["model_size"]
+print("| model | threads | test | llama.cpp t/s | ignis t/s | ignis / llama.cpp | tg / floor (llama.cpp, ignis) |")
+print("|---|---:|---|---:|---:|---:|---|")
+bw = {r["n_threads"]: r["bw"] for r in rows}
+for k in sorted({k[:3] for k in med}):
+    l = statistics.median(med.get(k + ("llama.cpp",), [float("nan")]))
+    i = statistics.median(med.get(k + ("ignis",), [float("nan")]))
+    floor = ""
+    if k[2].startswith("tg") and k[0] in size:
+        f = bw[k[1]] * 1e9 / size[k[0]]
+        floor = "%.2f, %.2f (floor %.1f t/s)" % (l / f, i / f, f)
+    print("| %s | %d | %s | %.2f | %.2f | %.2f | %s |" % (k[0], k[1], k[2], l, i, i / l if l else float("nan"), floor))
+PYEOF
+echo "raw results: $OUT"
