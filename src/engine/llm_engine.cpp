@@ -357,16 +357,17 @@ void LlmEngine::loop() {
       active_.erase(it);
     }
     n_queued_ = int32_t(sched_->n_waiting());
-    if (active_.empty()) continue;
-    try {
-      step();
-    } catch (const std::exception& e) {
-      // A failing step fails the requests in it, never the engine.
-      for (auto& [id, r] : active_) {
-        sched_->finish(id, FinishReason::Cancelled);
-        emit_final(*r, ignis::FinishReason::Cancelled, e.what());
+    if (!active_.empty()) {
+      try {
+        step();
+      } catch (const std::exception& e) {
+        // A failing step fails the requests in it, never the engine.
+        for (auto& [id, r] : active_) {
+          sched_->finish(id, FinishReason::Cancelled);
+          emit_final(*r, ignis::FinishReason::Cancelled, e.what());
+        }
+        active_.clear();
       }
-      active_.clear();
     }
     n_queued_ = int32_t(sched_->n_waiting());
     std::lock_guard<std::mutex> lk(stats_mu_);

@@ -69,7 +69,7 @@ TEST(Engine, BatchInvariance_AloneBatchedAndFromThePrefixCache) {
   auto together = e2->generate(kPrompts, greedy(40));
   for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(together[i].token_ids, alone[i]) << kPrompts[i];
   // Again on the same engine: prompts whose full blocks are cached must give the same tokens.
-  std::string longp = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.";
+  std::string longp = "Tom and Sam played with a red kite in the big green park near the lake. The wind was strong.";
   auto first = e->generate(std::vector<std::string>{longp}, greedy(30))[0];
   auto second = e->generate(std::vector<std::string>{longp}, greedy(30))[0];
   EXPECT_EQ(first.n_cached_tokens, 0);
