@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <string_view>
 
 #include "cli/command.h"
 #include "core/error.h"
@@ -32,6 +33,9 @@ int main(int argc, char** argv) {
       Action act = (*setup)(*sub);
       actions[sub] = std::move(act);
     }
+    // CLI11 2.1 accepts only one-letter short names; llama.cpp's "-hf REPO" is spelled --hf here.
+    for (int i = 1; i < argc; ++i)
+      if (std::string_view(argv[i]) == "-hf") argv[i] = const_cast<char*>("--hf");
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

@@ -6,13 +6,22 @@
 // data pointers are valid for the lifetime of the GgufFile and no further validation is needed.
 // A GgufFile is immutable after open(): all const methods are thread-safe.
 //
+// Accepted: GGUF v2 and v3 (little-endian), every metadata value type, arrays nested up to 8 levels
+// (at most 2^23 array elements per file, so a hostile file cannot cause a huge allocation),
+// general.alignment (uint32, a power of two), tensors of 1..4 dims, each >= 1, of a type in
+// core/dtype.h, in any order inside the data section. Tensor data from open() is aligned in
+// memory to alignment() (up to the page size: the mapping is page-aligned); from_memory() copies
+// into a heap buffer, so there only the offsets are aligned.
+//
 // Shapes use ggml's order: shape[0] is the row length (contiguous), shape[1] the number of rows, ...
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,14 +35,16 @@ enum class ValueType : uint32_t {
   STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
 };
 const char* value_type_name(ValueType t);
+bool is_integer_type(ValueType t);  // any INT*/UINT* type
+bool is_number_type(ValueType t);   // integer or FLOAT32/FLOAT64
 
 // A metadata value. Scalars are widened into i / u / f; arrays keep their element type in `elem_type`
 // and their elements in `arr` (nested arrays are arrays of Values).
 struct Value {
   ValueType type = ValueType::UINT8;
   ValueType elem_type = ValueType::UINT8;  // for ARRAY
-  uint64_t u = 0;    // UINT*, BOOL
-  int64_t i = 0;     // INT* (also set for UINT* that fit)
+  uint64_t u = 0;    // UINT*, BOOL (the reader also sets it for INT* >= 0)
+  int64_t i = 0;     // INT* (also set for UINT* that fit, and BOOL)
   double f = 0;      // FLOAT*
   std::string s;     // STRING
   std::vector<Value> arr;  // ARRAY
@@ -65,6 +76,8 @@ class GgufFile {
   const std::string& path() const { return path_; }
   uint32_t version() const { return version_; }
   uint32_t alignment() const { return alignment_; }
+  // File offset of the tensor data section (0 when the file has no tensors).
+  uint64_t data_offset() const { return data_offset_; }
 
   // Metadata, in file order.
   const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }
@@ -85,8 +98,15 @@ class GgufFile {
   std::optional<double> opt_float(std::string_view key) const;
   std::optional<bool> opt_bool(std::string_view key) const;
 
+  // The value of `key`; throws "<file>: metadata key <key> is missing".
+  const Value& require(std::string_view key) const;
+
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;
+  // Required tensors: throw "<file>: tensor <name> is missing" and, given a shape (ggml order),
+  // "<file>: tensor <name> has shape [a, b], expected [c, d]".
+  const TensorInfo& tensor(std::string_view name) const;
+  const TensorInfo& tensor(std::string_view name, const std::vector<int64_t>& shape) const;
 
  private:
   GgufFile() = default;
@@ -95,6 +115,7 @@ class GgufFile {
   std::string path_;
   uint32_t version_ = 0;
   uint32_t alignment_ = 32;
+  uint64_t data_offset_ = 0;
   std::vector<std::pair<std::string, Value>> kv_;
   std::map<std::string, size_t, std::less<>> kv_index_;
   std::vector<TensorInfo> tensors_;
@@ -142,7 +163,9 @@ class GgufWriter {
   uint32_t alignment_;
   std::vector<std::pair<std::string, Value>> kv_;
   std::vector<Tensor> tensors_;
+  std::set<std::string, std::less<>> tensor_names_;
   void set(const std::string& key, Value v);
+  void serialize(const std::function<void(const void*, size_t)>& out) const;
 };
 
 }  // namespace ignis::gguf

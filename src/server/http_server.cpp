@@ -108,7 +108,8 @@ class Session : public std::enable_shared_from_this<Session> {
                          std::to_string(opts_.body_limit) +
                          R"( bytes","type":"invalid_request_error","param":null,"code":"request_too_large"}})";
       *res += std::to_string(body.size()) + "\r\n\r\n" + body;
-      write(res, true);
+      write(res, false);
+      linger_and_close();
       return;
     }
     if (ec) {
@@ -185,7 +186,36 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
+  // NOTE: a client still sending a body we refused would see a reset instead of our answer if we
+  // closed at once; so stop reading requests, half-close after the answer, and drain what arrives
+  // (bounded in time and bytes) before closing.
+  void linger_and_close() {
+    close_after_writes_ = true;
+    lingering_ = true;
+    drain_budget_ = 256u << 20;
+    stream_.expires_after(std::chrono::seconds(10));
+    drain();
+  }
+  void drain() {
+    auto self = shared_from_this();
+    drain_buf_.resize(64 * 1024);
+    stream_.async_read_some(asio::buffer(drain_buf_), [self](beast::error_code ec, size_t n) {
+      if (ec || n >= self->drain_budget_) {
+        self->lingering_ = false;
+        if (!self->writing_) self->close();
+        return;
+      }
+      self->drain_budget_ -= n;
+      self->drain();
+    });
+  }
+
   void close() {
+    if (lingering_) {
+      beast::error_code ec;
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+      return;
+    }
     if (closed_) return;
     closed_ = true;
     beast::error_code ec;
@@ -203,6 +233,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool writing_ = false;
   bool close_after_writes_ = false;
   bool closed_ = false;
+  bool lingering_ = false;
+  size_t drain_budget_ = 0;
+  std::vector<char> drain_buf_;
   friend class ExchangeImpl;
 };
 

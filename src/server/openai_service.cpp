@@ -289,6 +289,7 @@ struct GenerationJob : std::enable_shared_from_this<GenerationJob> {
     for (size_t ci = 0; ci < choices.size(); ++ci) {
       SamplingParams sp = base;
       if (sp.seed) sp.seed = *sp.seed + (ci % size_t(n));
+      if (logprobs >= 0) sp.logprobs = logprobs;
       if (echo && logprobs >= 0) sp.prompt_logprobs = logprobs;
       try {
         const size_t pi = choices[ci].prompt_index;
