@@ -38,7 +38,10 @@ int main(int argc, char** argv) {
       if (std::string_view(argv[i]) == "-hf") argv[i] = const_cast<char*>("--hf");
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // Like every other user error: one line on stderr, exit code 1.
+    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+    return 1;
   }
   try {
     for (auto& [sub, act] : actions)

@@ -135,7 +135,7 @@ int run_serve(const ServeOptions& o) {
 Action setup_serve(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
   app.add_option("-m,--model", o->model, "model file (GGUF)");
-  app.add_option("--hf,-hf", o->hf, "Hugging Face repo REPO[:QUANT] to download the model from");
+  app.add_option("--hf", o->hf, "Hugging Face repo REPO[:QUANT] to download the model from");
   app.add_option("--host", o->host, "address to listen on");
   app.add_option("--port", o->port, "port to listen on (0: any free port)");
   app.add_option("--api-key", o->api_key, "require 'Authorization: Bearer KEY' on the API routes");

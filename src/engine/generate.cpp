@@ -52,7 +52,12 @@ GenerateResult generate(const model::Model& model, model::KvCache& cache, const 
   res.prompt_ms = ms_since(t0);
   for (text::TokenId id : prompt) sampler.accept(id);
 
+  // The generated text continues the prompt: the decoder sees the prompt first (output dropped) so it
+  // does not treat the first generated token as the start of a text (SentencePiece would strip its
+  // leading space); flush() drops bytes of a character left incomplete by the prompt.
   text::StreamDecoder decoder(tok);
+  for (text::TokenId id : prompt) decoder.push(id);
+  decoder.flush();
   sample::StopMatcher stops(opts.stop);
   auto emit = [&](const std::string& s) {
     if (!s.empty() && cb.on_text) cb.on_text(s);
