@@ -38,6 +38,8 @@
 #include "hub/hub.h"
 #include "model/model.h"
 #include "sample/sampler.h"
+#include "cli/size_arg.h"
+#include "text/chat_template.h"
 #include "text/tokenizer.h"
 
 namespace ignis::cli {
@@ -69,6 +71,9 @@ struct RunOptions {
   std::string ctx;
   bool json = false;
   bool offline = false;
+  bool chat = false;
+  std::string system;
+  std::string chat_template_file;
 };
 
 int64_t parse_int(const std::string& flag, const std::string& s, int64_t lo, int64_t hi) {
@@ -100,7 +105,9 @@ struct RunConfig {
 
 RunConfig check_options(const RunOptions& o) {
   RunConfig c;
-  if (!o.prompt) fail("run: missing -p PROMPT");
+  if (!o.prompt && !o.chat) fail("run: missing -p PROMPT");
+  if (!o.chat && !o.system.empty()) fail("run: --system needs --chat");
+  if (!o.chat && !o.chat_template_file.empty()) fail("run: --chat-template-file needs --chat");
   if (!o.model.empty() && !o.hf.empty()) fail("run: give either -m FILE or -hf REPO[:QUANT], not both");
   c.n_predict = static_cast<int32_t>(parse_int("-n", o.n_predict, -1, std::numeric_limits<int32_t>::max()));
   if (!o.ctx.empty()) c.n_ctx = parse_int("-c", o.ctx, 1, kMaxCtx);
@@ -161,6 +168,123 @@ std::string token_json(const engine::TokenEvent& ev) {
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
+// --- Chat mode -------------------------------------------------------------------------------------
+
+// The template: --chat-template-file, else the model's, else ChatML with a warning.
+std::unique_ptr<text::ChatTemplate> load_chat_template(const RunOptions& o, const text::Tokenizer& tok,
+                                                       const std::string& path) {
+  std::string src = o.chat_template_file.empty() ? tok.chat_template()
+                                                 : read_text_file(o.chat_template_file, "--chat-template-file");
+  if (src.empty()) {
+    std::fprintf(stderr, "warning: %s has no chat template; using ChatML\n", path.c_str());
+    src = text::ChatTemplate::chatml_source();
+  }
+  return std::make_unique<text::ChatTemplate>(src);
+}
+
+nlohmann::ordered_json chat_messages(const std::string& system,
+                                     const std::vector<std::pair<std::string, std::string>>& turns) {
+  nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
+  if (!system.empty()) msgs.push_back({{"role", "system"}, {"content", system}});
+  for (const auto& [role, content] : turns) msgs.push_back({{"role", role}, {"content", content}});
+  return msgs;
+}
+
+// NOTE: rendered as transformers' apply_chat_template does; the text carries BOS where the template
+// puts it, so it is tokenized without adding special tokens, with special tokens parsed.
+std::string render_chat(const text::ChatTemplate& tmpl, const text::Tokenizer& tok,
+                        const nlohmann::ordered_json& messages) {
+  text::ChatTemplateInputs in;
+  in.messages = messages;
+  in.add_generation_prompt = true;
+  if (tok.bos() >= 0) in.bos_token = tok.token_text(tok.bos());
+  if (tok.eos() >= 0) in.eos_token = tok.token_text(tok.eos());
+  return tmpl.render(in);
+}
+
+sample::SamplingParams make_sampling(const RunConfig& cfg, const text::Tokenizer& tok, const model::HParams& hp,
+                                     int64_t n_ctx) {
+  sample::SamplingParams sp = cfg.sampling;
+  sp.repeat_last_n = cfg.repeat_last_n < 0 ? static_cast<int32_t>(n_ctx) : cfg.repeat_last_n;
+  if (!cfg.seed_given) sp.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
+  for (int64_t id = tok.n_vocab(); id < hp.n_vocab; ++id)
+    sp.logit_bias[static_cast<sample::TokenId>(id)] = -std::numeric_limits<float>::infinity();
+  return sp;
+}
+
+// Interactive chat on a terminal: history kept across turns, /clear forgets it, /exit (or EOF) quits.
+// The KV cache keeps the rendered conversation; each turn recomputes only what the template changed.
+int interactive_chat(const RunOptions& o, const RunConfig& cfg, const model::Model& m, const text::Tokenizer& tok,
+                     const text::ChatTemplate& tmpl, int64_t n_ctx, const std::string& path, double load_ms) {
+  std::fprintf(stderr, "load: %.0f ms (%s, n_ctx %lld)\n", load_ms, path.c_str(), static_cast<long long>(n_ctx));
+  std::fprintf(stderr, "chat: type a message; /clear forgets the conversation, /exit quits\n");
+  ThreadPool pool(cfg.n_threads);
+  std::unique_ptr<model::KvCache> cache = m.new_cache(n_ctx);
+  std::vector<text::TokenId> in_cache;  // tokens whose K/V the cache holds, in order
+  std::vector<std::pair<std::string, std::string>> turns;
+  sample::SamplingParams sp = make_sampling(cfg, tok, m.hparams(), n_ctx);
+  std::string line;
+  for (;;) {
+    std::fputs("> ", stdout);
+    std::fflush(stdout);
+    char buf[4096];
+    line.clear();
+    bool got = false;
+    while (std::fgets(buf, sizeof buf, stdin)) {
+      got = true;
+      line += buf;
+      if (!line.empty() && line.back() == '\n') break;
+    }
+    if (!got) break;
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    if (line == "/exit" || line == "/quit") break;
+    if (line == "/clear") {
+      turns.clear();
+      std::fputs("(conversation cleared)\n", stdout);
+      continue;
+    }
+    if (line.empty()) continue;
+    turns.push_back({"user", line});
+    std::vector<text::TokenId> all = tok.encode(render_chat(tmpl, tok, chat_messages(o.system, turns)), false, true);
+    if (static_cast<int64_t>(all.size()) >= n_ctx) {
+      std::fprintf(stderr, "error: the conversation has %zu tokens but the context is %lld; use /clear\n",
+                   all.size(), static_cast<long long>(n_ctx));
+      turns.pop_back();
+      continue;
+    }
+    size_t keep = 0;
+    const size_t limit = std::min<size_t>({in_cache.size(), all.size() - 1, static_cast<size_t>(cache->n_past())});
+    while (keep < limit && in_cache[keep] == all[keep]) ++keep;
+    cache->truncate(static_cast<int64_t>(keep));
+    in_cache.assign(all.begin(), all.begin() + keep);
+    sample::Sampler sampler(sp, static_cast<int32_t>(m.hparams().n_vocab));
+    for (size_t i = 0; i < keep; ++i) sampler.accept(all[i]);
+    std::vector<text::TokenId> generated;
+    std::string reply;
+    engine::GenerateOptions gopts;
+    gopts.n_predict = cfg.n_predict;
+    gopts.stop = o.stop;
+    engine::GenerateCallbacks cb;
+    cb.on_token = [&](const engine::TokenEvent& ev) {
+      generated.push_back(ev.id);
+      return true;
+    };
+    cb.on_text = [&](std::string_view s) {
+      reply += s;
+      write_out(s);
+    };
+    std::span<const text::TokenId> rest(all.data() + keep, all.size() - keep);
+    engine::generate(m, *cache, tok, sampler, pool, rest, gopts, cb);
+    write_out("\n");
+    in_cache.insert(in_cache.end(), rest.begin(), rest.end());
+    // Every sampled token but the last was fed back through the model.
+    if (!generated.empty()) in_cache.insert(in_cache.end(), generated.begin(), generated.end() - 1);
+    in_cache.resize(std::min<size_t>(in_cache.size(), static_cast<size_t>(cache->n_past())));
+    turns.push_back({"assistant", reply});
+  }
+  return 0;
+}
+
 int run_main(const RunOptions& o) {
   RunConfig cfg = check_options(o);
   const std::string path = model_path(o);
@@ -175,7 +299,16 @@ int run_main(const RunOptions& o) {
   ThreadPool pool(cfg.n_threads);
   const double load_ms = ms_since(t_load);
 
-  std::vector<text::TokenId> prompt = tok->encode(*o.prompt, /*add_special=*/true, /*parse_special=*/true);
+  std::unique_ptr<text::ChatTemplate> tmpl;
+  if (o.chat) tmpl = load_chat_template(o, *tok, path);
+  if (o.chat && !o.prompt) {
+    if (!isatty(fileno(stdin)))
+      fail("run: --chat without -p needs an interactive terminal (give -p PROMPT to chat once)");
+    return interactive_chat(o, cfg, *m, *tok, *tmpl, n_ctx, path, load_ms);
+  }
+  std::vector<text::TokenId> prompt =
+      o.chat ? tok->encode(render_chat(*tmpl, *tok, chat_messages(o.system, {{"user", *o.prompt}})), false, true)
+             : tok->encode(*o.prompt, /*add_special=*/true, /*parse_special=*/true);
   if (prompt.empty()) fail("run: the prompt has no tokens (empty prompt and the model adds no BOS)");
   if (static_cast<int64_t>(prompt.size()) > n_ctx)
     fail("run: the prompt has {} tokens but the context is {} tokens (raise -c or shorten the prompt)",
@@ -188,13 +321,9 @@ int run_main(const RunOptions& o) {
     std::fprintf(stderr, "warning: -c %lld is larger than the model's training context %lld\n",
                  static_cast<long long>(n_ctx), static_cast<long long>(hp.n_ctx_train));
 
-  sample::SamplingParams sp = cfg.sampling;
-  sp.repeat_last_n = cfg.repeat_last_n < 0 ? static_cast<int32_t>(n_ctx) : cfg.repeat_last_n;
-  if (!cfg.seed_given) sp.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
   // Rows past the tokenizer's vocabulary are padding of the output matrix (Qwen2.5: 151936 rows for
-  // 151665 tokens); they have no text, so they are never chosen.
-  for (int64_t id = tok->n_vocab(); id < hp.n_vocab; ++id)
-    sp.logit_bias[static_cast<sample::TokenId>(id)] = -std::numeric_limits<float>::infinity();
+  // 151665 tokens); they have no text, so make_sampling bans them.
+  sample::SamplingParams sp = make_sampling(cfg, *tok, hp, n_ctx);
   if (sp.temperature > 0) std::fprintf(stderr, "seed: %llu\n", static_cast<unsigned long long>(sp.seed));
   sample::Sampler sampler(sp, static_cast<int32_t>(hp.n_vocab));
 
@@ -253,6 +382,12 @@ Action setup_run(CLI::App& app) {
   app.add_option("-c,--ctx-size", o->ctx, "context size (default: min(training context, 4096))")->type_name("INT");
   app.add_flag("--json", o->json, "one JSON object per generated token instead of text");
   app.add_flag("--offline", o->offline, "use only the local model cache for -hf");
+  app.add_flag("--chat", o->chat,
+               "apply the model's chat template: -p is one user message and only the reply is printed; "
+               "without -p, an interactive chat on a terminal");
+  app.add_option("--system", o->system, "system message for --chat")->type_name("TEXT");
+  app.add_option("--chat-template-file", o->chat_template_file, "Jinja chat template overriding the model's")
+      ->type_name("FILE");
   return [o]() { return run_main(*o); };
 }
 

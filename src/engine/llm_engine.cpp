@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <random>
@@ -253,6 +254,10 @@ RequestId LlmEngine::submit(std::vector<TokenId> prompt, const SamplingParams& p
   sp.frequency_penalty = p.frequency_penalty;
   sp.logit_bias = p.logit_bias;
   sp.seed = p.seed ? *p.seed : std::random_device{}();
+  // Rows past the tokenizer's vocabulary pad the output matrix (Qwen2.5: 151936 rows, 151665 tokens):
+  // they have no text, so they are never sampled.
+  for (int64_t id = tok_->n_vocab(); id < info_.n_vocab; ++id)
+    sp.logit_bias[TokenId(id)] = -std::numeric_limits<float>::infinity();
   r->sampler = std::make_unique<sample::Sampler>(sp, int32_t(info_.n_vocab));
   for (TokenId t : prompt) r->sampler->accept(t);
   r->decoder = std::make_unique<text::StreamDecoder>(*tok_);
