@@ -4,6 +4,8 @@
 // ith 0) and returns when all calls have returned. Workers wait between runs by spinning briefly, then
 // sleeping, so back-to-back small decode ops do not pay a futex round trip each.
 // One run() at a time per pool: run() is not reentrant and must be called from one thread at a time.
+// An exception thrown by fn on the calling thread (ith 0) is rethrown by run() once every worker has
+// finished; fn must not throw on worker threads (that terminates the process).
 #pragma once
 
 #include <atomic>
