@@ -48,6 +48,19 @@ class KvCache {
   virtual int64_t n_ctx() const = 0;   // capacity in tokens
   virtual int64_t n_past() const = 0;  // tokens stored
   virtual void truncate(int64_t n) = 0;  // keep the first n tokens
+
+  // --- Storage, used by Model::forward (callers normally need none of this). ---
+  // NOTE: K and V are stored per layer in pages of page_size() consecutive positions; inside a page the
+  // rows of consecutive positions are contiguous, [page_size, kv_width] f32 with kv_width =
+  // n_head_kv * head_dim. The dense single-sequence cache is one page of n_ctx positions; a paged
+  // multi-sequence cache maps a sequence's pages to pool blocks and implements the same calls.
+  virtual int64_t n_layer() const = 0;
+  virtual int64_t kv_width() const = 0;
+  virtual int64_t page_size() const = 0;
+  virtual float* k_page(int64_t il, int64_t page) = 0;  // [page_size, kv_width] f32
+  virtual float* v_page(int64_t il, int64_t page) = 0;  // [page_size, kv_width] f32
+  // Marks positions [n_past, n_past + n) as stored (forward() calls it after writing all layers).
+  virtual void advance(int64_t n) = 0;
 };
 
 struct LoadOptions {

@@ -1,0 +1,224 @@
+#include "model/blocks.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+
+#include "model/blocks_simd.h"
+
+namespace ignis::model {
+
+namespace {
+
+// Runs fn(begin, end) over [0, n) split across the pool, or inline when the work is too small to be
+// worth waking the workers.
+template <typename F>
+void parallel_for(ThreadPool& pool, int64_t n, int64_t min_parallel, F&& fn) {
+  if (n < min_parallel || pool.n_threads() == 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  pool.run([&](int ith, int nth) {
+    int64_t begin, end;
+    ThreadPool::split(n, ith, nth, 1, &begin, &end);
+    if (begin < end) fn(begin, end);
+  });
+}
+
+// Dot product with independent partial sums (lets the compiler keep several vector accumulators).
+float dot_portable(const float* a, const float* b, int64_t n) {
+  constexpr int kLanes = 16;
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) acc[j] += a[i + j] * b[i + j];
+  }
+  float s = 0;
+  for (; i < n; ++i) s += a[i] * b[i];
+  for (int j = 0; j < kLanes; ++j) s += acc[j];
+  return s;
+}
+
+void axpy_portable(float* y, float a, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+struct VecKernels {
+  float (*dot)(const float*, const float*, int64_t);
+  void (*axpy)(float*, float, const float*, int64_t);
+};
+
+const VecKernels& vec_kernels() {
+  static const VecKernels k = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+      return VecKernels{simd::dot_avx2, simd::axpy_avx2};
+    }
+    return VecKernels{dot_portable, axpy_portable};
+  }();
+  return k;
+}
+
+}  // namespace
+
+void rms_norm(ThreadPool& pool, const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* y) {
+  parallel_for(pool, n_rows, 8, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * n;
+      float* yr = y + r * n;
+      double ss = 0;  // NOTE: accumulate in double like ggml, so long rows keep their precision
+      for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+      const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+      for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] * scale) * w[i];
+    }
+  });
+}
+
+void linear(ThreadPool& pool, const cpu::WeightView& w, const float* b, const float* x, int64_t n_tokens,
+            float* y) {
+  cpu::matmul(pool, w, x, n_tokens, y);
+  if (b) {
+    for (int64_t t = 0; t < n_tokens; ++t) add_inplace(y + t * w.n_out, b, w.n_out);
+  }
+}
+
+void add_inplace(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+RopeTable::RopeTable(const RopeConfig& cfg, int64_t pos0, int64_t n_tokens)
+    : cfg_(cfg), n_tokens_(n_tokens) {
+  const int64_t half = cfg.n_rot / 2;
+  cos_.resize(static_cast<size_t>(n_tokens * half));
+  sin_.resize(cos_.size());
+  for (int64_t i = 0; i < half; ++i) {
+    // NOTE: angles in double: positions up to 1e6 times frequencies near 1 keep their fractional part.
+    double freq = std::pow(static_cast<double>(cfg.theta), -2.0 * static_cast<double>(i) / cfg.n_rot);
+    freq *= cfg.freq_scale;
+    if (cfg.freq_factors) freq /= cfg.freq_factors[i];
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const double angle = static_cast<double>(pos0 + t) * freq;
+      cos_[t * half + i] = static_cast<float>(std::cos(angle));
+      sin_[t * half + i] = static_cast<float>(std::sin(angle));
+    }
+  }
+}
+
+void RopeTable::apply(float* x, int64_t n_tokens, int64_t n_heads) const {
+  assert(n_tokens == n_tokens_);
+  const int64_t half = cfg_.n_rot / 2;
+  // Pair i is (x[i0], x[i1]) with i0 = 2i, i1 = 2i + 1 (normal) or i0 = i, i1 = i + n_rot/2 (neox).
+  const int64_t stride = cfg_.neox ? 1 : 2;
+  const int64_t offset = cfg_.neox ? half : 1;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* c = cos_.data() + t * half;
+    const float* s = sin_.data() + t * half;
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* xh = x + (t * n_heads + h) * cfg_.head_dim;
+      for (int64_t i = 0; i < half; ++i) {
+        float* p0 = xh + i * stride;
+        float* p1 = p0 + offset;
+        const float a = *p0, b = *p1;
+        *p0 = a * c[i] - b * s[i];
+        *p1 = a * s[i] + b * c[i];
+      }
+    }
+  }
+}
+
+void kv_store(KvCache& cache, int64_t il, int64_t pos0, int64_t n_tokens, const float* k, const float* v) {
+  const int64_t width = cache.kv_width();
+  const int64_t page = cache.page_size();
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const int64_t pos = pos0 + t;
+    const int64_t row = pos % page;
+    std::memcpy(cache.k_page(il, pos / page) + row * width, k + t * width, width * sizeof(float));
+    std::memcpy(cache.v_page(il, pos / page) + row * width, v + t * width, width * sizeof(float));
+  }
+}
+
+void attention(ThreadPool& pool, KvCache& cache, int64_t il, const AttentionShape& sh, const float* q,
+               int64_t n_tokens, int64_t pos0, float* out) {
+  const VecKernels& vk = vec_kernels();
+  const int64_t width = cache.kv_width();
+  const int64_t page = cache.page_size();
+  const int64_t n_kv_max = pos0 + n_tokens;
+  const int64_t group = sh.n_head / sh.n_head_kv;
+  const int64_t d = sh.head_dim;
+  // Page pointers, looked up once per call rather than per row.
+  const int64_t n_pages = (n_kv_max + page - 1) / page;
+  std::vector<const float*> k_pages(n_pages), v_pages(n_pages);
+  for (int64_t p = 0; p < n_pages; ++p) {
+    k_pages[p] = cache.k_page(il, p);
+    v_pages[p] = cache.v_page(il, p);
+  }
+
+  // NOTE: a work item is (token, KV head, a slice of the query heads sharing it): each K/V row is
+  // loaded once for all the slice's heads. The group is split into slices only when there would
+  // otherwise be fewer than two items per thread (decode with few KV heads).
+  const int64_t nth = pool.n_threads();
+  const int64_t n_slices = std::clamp<int64_t>((2 * nth + n_tokens * sh.n_head_kv - 1) / (n_tokens * sh.n_head_kv),
+                                                1, group);
+  const int64_t max_slice = (group + n_slices - 1) / n_slices;
+  const int64_t n_items = n_tokens * sh.n_head_kv * n_slices;
+  const bool small = n_tokens * sh.n_head * n_kv_max * d < (int64_t{1} << 15);
+
+  parallel_for(pool, n_items, small ? n_items + 1 : 2, [&](int64_t i0, int64_t i1) {
+    std::vector<float> scores(static_cast<size_t>(max_slice * n_kv_max));  // [slice, n_kv]
+    std::vector<float> inv_sum(static_cast<size_t>(max_slice));
+    for (int64_t item = i0; item < i1; ++item) {
+      const int64_t t = item / (sh.n_head_kv * n_slices);
+      const int64_t kvh = (item / n_slices) % sh.n_head_kv;
+      const int64_t sl = item % n_slices;
+      const int64_t g0 = sl * group / n_slices, g1 = (sl + 1) * group / n_slices;
+      const int64_t slice = g1 - g0;
+      const int64_t h0 = kvh * group + g0;  // first query head of the slice
+      const int64_t kv_off = kvh * d;
+      const int64_t n_kv = pos0 + t + 1;  // causal: positions 0..pos0+t
+      const float* qt = q + (t * sh.n_head + h0) * d;
+      float* ot = out + (t * sh.n_head + h0) * d;
+
+      for (int64_t j = 0; j < n_kv; ++j) {
+        const float* krow = k_pages[j / page] + (j % page) * width + kv_off;
+        for (int64_t g = 0; g < slice; ++g) scores[g * n_kv + j] = vk.dot(qt + g * d, krow, d) * sh.scale;
+      }
+      // NOTE: softmax with the max subtracted and the sum in double: no overflow, and long contexts
+      // do not lose the small terms.
+      for (int64_t g = 0; g < slice; ++g) {
+        float* s = scores.data() + g * n_kv;
+        const float mx = *std::max_element(s, s + n_kv);
+        double sum = 0;
+        for (int64_t j = 0; j < n_kv; ++j) {
+          s[j] = std::exp(s[j] - mx);
+          sum += s[j];
+        }
+        inv_sum[g] = static_cast<float>(1.0 / sum);
+      }
+      std::fill(ot, ot + slice * d, 0.0f);
+      for (int64_t j = 0; j < n_kv; ++j) {
+        const float* vrow = v_pages[j / page] + (j % page) * width + kv_off;
+        for (int64_t g = 0; g < slice; ++g) vk.axpy(ot + g * d, scores[g * n_kv + j], vrow, d);
+      }
+      for (int64_t g = 0; g < slice; ++g) {
+        for (int64_t i = 0; i < d; ++i) ot[g * d + i] *= inv_sum[g];
+      }
+    }
+  });
+}
+
+void swiglu_ffn(ThreadPool& pool, const FfnWeights& w, const float* x, int64_t n_tokens, float* gate_buf,
+                float* up_buf, float* out) {
+  linear(pool, w.gate, w.gate_b, x, n_tokens, gate_buf);
+  linear(pool, w.up, w.up_b, x, n_tokens, up_buf);
+  const int64_t n = n_tokens * w.gate.n_out;
+  parallel_for(pool, n, 1 << 14, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const float g = gate_buf[i];
+      gate_buf[i] = g / (1.0f + std::exp(-g)) * up_buf[i];
+    }
+  });
+  linear(pool, w.down, w.down_b, gate_buf, n_tokens, out);
+}
+
+}  // namespace ignis::model

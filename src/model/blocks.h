@@ -1,0 +1,80 @@
+// Shared building blocks of the transformer forward pass (GUIDE.md section 2): RMSNorm, linear layers,
+// RoPE, attention over a KvCache, SwiGLU feed-forward, residual add.
+//
+// All activations are f32, row-major [n_tokens, width]. Weights are cpu::WeightView (any type:
+// the blocks never look at the weight format; cpu::matmul does). Functions that take a ThreadPool
+// split their work over it and must be called from one thread at a time per pool; the others are
+// pure and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/ops.h"
+#include "core/thread_pool.h"
+#include "model/model.h"
+
+namespace ignis::model {
+
+// y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w   for r < n_rows; x, y: [n_rows, n] (y may alias x), w: [n].
+void rms_norm(ThreadPool& pool, const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* y);
+
+// y = x W^T + b    x: [n_tokens, w.n_in], y: [n_tokens, w.n_out], b: [w.n_out] or nullptr.
+void linear(ThreadPool& pool, const cpu::WeightView& w, const float* b, const float* x, int64_t n_tokens, float* y);
+
+// y += x, n elements.
+void add_inplace(float* y, const float* x, int64_t n);
+
+struct RopeConfig {
+  int64_t head_dim = 0;
+  int64_t n_rot = 0;                    // rotated dims per head (the first n_rot), even
+  float theta = 10000.0f;               // frequency base
+  float freq_scale = 1.0f;              // linear position scaling (1 / rope.scaling.factor)
+  bool neox = false;                    // false: pairs (2i, 2i+1); true: pairs (i, i + n_rot/2)
+  const float* freq_factors = nullptr;  // [n_rot/2] divisors of each frequency (Llama 3.1 rope_freqs)
+};
+
+// cos/sin of every (position, frequency) of one ubatch, computed once and applied to Q and K of
+// every layer. Dimension pair i at position p turns by p * freq_scale * theta^(-2i/n_rot) / factor[i].
+class RopeTable {
+ public:
+  RopeTable(const RopeConfig& cfg, int64_t pos0, int64_t n_tokens);
+  // Rotates x: [n_tokens, n_heads * head_dim] in place.
+  void apply(float* x, int64_t n_tokens, int64_t n_heads) const;
+
+ private:
+  RopeConfig cfg_;
+  int64_t n_tokens_;
+  std::vector<float> cos_;  // [n_tokens, n_rot/2]
+  std::vector<float> sin_;  // [n_tokens, n_rot/2]
+};
+
+// Copies K and V rows [n_tokens, kv_width] of positions pos0.. into layer il of the cache.
+void kv_store(KvCache& cache, int64_t il, int64_t pos0, int64_t n_tokens, const float* k, const float* v);
+
+struct AttentionShape {
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;
+  float scale = 0;  // applied to q.k (1/sqrt(head_dim))
+};
+
+// Causal multi-head attention with grouped K/V heads over layer il of the cache, which must already
+// hold positions [0, pos0 + n_tokens). Token t (position pos0 + t) attends to positions 0..pos0 + t.
+// q: [n_tokens, n_head * head_dim]; out: [n_tokens, n_head * head_dim].
+void attention(ThreadPool& pool, KvCache& cache, int64_t il, const AttentionShape& shape, const float* q,
+               int64_t n_tokens, int64_t pos0, float* out);
+
+struct FfnWeights {
+  cpu::WeightView gate, up, down;  // [n_embd, n_ff], [n_embd, n_ff], [n_ff, n_embd]
+  const float* gate_b = nullptr;   // optional biases
+  const float* up_b = nullptr;
+  const float* down_b = nullptr;
+};
+
+// out = down(silu(gate(x)) * up(x)).  x: [n_tokens, n_embd]; gate_buf, up_buf: [n_tokens, n_ff]
+// scratch; out: [n_tokens, n_embd] (must not alias x).
+void swiglu_ffn(ThreadPool& pool, const FfnWeights& w, const float* x, int64_t n_tokens, float* gate_buf,
+                float* up_buf, float* out);
+
+}  // namespace ignis::model

@@ -1,0 +1,72 @@
+// Helpers the architecture files use to read hyperparameters and bind weights from a GGUF.
+//
+// ModelLoader wraps one GgufFile: key getters prefix the architecture ("llama" + ".block_count") and
+// throw ignis::Error naming the file and the key; tensor getters check presence, type and shape
+// against the expected [ne0, ne1] (ggml order) and return views into the mapping (no copy).
+// Messages look like "model.gguf: tensor blk.3.attn_q.weight has shape [896, 512], expected [896, 896]".
+// Used on one thread during load; the returned views are immutable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/cpu/ops.h"
+#include "format/gguf.h"
+#include "model/model.h"
+
+namespace ignis::model {
+
+enum class Need { kRequired, kOptional };
+
+class ModelLoader {
+ public:
+  ModelLoader(const gguf::GgufFile& file, std::string arch);
+
+  const gguf::GgufFile& file() const { return file_; }
+  const std::string& path() const { return file_.path(); }
+  const std::string& arch() const { return arch_; }
+
+  // "<arch>.<suffix>" keys. req_* throw when absent; opt_* return `def` when absent. All throw on a
+  // wrong type or a value outside [lo, hi].
+  int64_t req_int(std::string_view suffix, int64_t lo, int64_t hi) const;
+  int64_t opt_int(std::string_view suffix, int64_t def, int64_t lo, int64_t hi) const;
+  float req_float(std::string_view suffix, double lo, double hi) const;
+  float opt_float(std::string_view suffix, float def, double lo, double hi) const;
+  std::string opt_string(std::string_view suffix, const std::string& def) const;
+  bool has(std::string_view suffix) const;
+
+  // Reads the keys every llama-like architecture shares into `hp` (sizes, heads, eps, rope base,
+  // rope scaling); the architecture file then sets what differs (head_dim key, rope style).
+  // n_vocab is taken from token_embd.weight (its presence is checked here).
+  void read_common_hparams(HParams& hp) const;
+  // Checks relations between the hyperparameters (head counts divide, rotary dims fit, ...).
+  void check_hparams(const HParams& hp) const;
+
+  // A matrix used through cpu::matmul / cpu::get_row: [n_in, n_out] of any float or quantized type.
+  // Returns a view with data == nullptr when an optional tensor is absent.
+  cpu::WeightView matrix(const std::string& name, int64_t n_in, int64_t n_out, Need need = Need::kRequired);
+  // A 1-D f32 tensor of n elements (norm weights, biases, rope factors); nullptr when optional and absent.
+  const float* vector(const std::string& name, int64_t n, Need need = Need::kRequired);
+
+  // Totals over the tensors bound so far (tied tensors counted once).
+  uint64_t weight_bytes() const { return bytes_; }
+  uint64_t n_params() const { return params_; }
+
+ private:
+  const gguf::TensorInfo* find(const std::string& name, Need need) const;
+  void count(const gguf::TensorInfo& t);
+  std::string key(std::string_view suffix) const { return arch_ + "." + std::string(suffix); }
+
+  const gguf::GgufFile& file_;
+  std::string arch_;
+  std::vector<const gguf::TensorInfo*> bound_;
+  uint64_t bytes_ = 0;
+  uint64_t params_ = 0;
+};
+
+// "blk.<il>.<suffix>"
+std::string blk(int64_t il, std::string_view suffix);
+
+}  // namespace ignis::model

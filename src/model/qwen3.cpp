@@ -1,0 +1,141 @@
+// Architecture "qwen3": Qwen3 dense models.
+//
+// Like qwen2 but without Q/K/V biases and with a per-head RMSNorm of Q and K (attn_q_norm,
+// attn_k_norm, weights [head_dim]) applied after the projections and before RoPE (NEOX style).
+// The head size comes from qwen3.attention.key_length and may differ from n_embd / n_head
+// (Qwen3-0.6B: 1024 / 16 heads but head_dim 128). Immutable after load (see model.h).
+#include <cmath>
+
+#include "core/error.h"
+#include "model/blocks.h"
+#include "model/loader.h"
+#include "model/registry.h"
+#include "model/transformer.h"
+
+namespace ignis::model {
+
+namespace {
+
+class Qwen3Model final : public TransformerModel {
+ public:
+  explicit Qwen3Model(std::shared_ptr<const gguf::GgufFile> file);
+
+ private:
+  struct Layer {
+    const float* attn_norm = nullptr;  // [n_embd]
+    cpu::WeightView wq;                // [n_embd, n_head * head_dim]
+    cpu::WeightView wk;                // [n_embd, n_head_kv * head_dim]
+    cpu::WeightView wv;                // [n_embd, n_head_kv * head_dim]
+    cpu::WeightView wo;                // [n_head * head_dim, n_embd]
+    const float* q_norm = nullptr;     // [head_dim]
+    const float* k_norm = nullptr;     // [head_dim]
+    const float* ffn_norm = nullptr;   // [n_embd]
+    FfnWeights ffn;
+  };
+
+  void forward_ubatch(KvCache& cache, std::span<const int32_t> tokens, int64_t pos0, float* logits,
+                      bool all_logits, ThreadPool& pool) const override;
+
+  std::vector<Layer> layers_;
+  RopeConfig rope_;
+  AttentionShape attn_;
+};
+
+Qwen3Model::Qwen3Model(std::shared_ptr<const gguf::GgufFile> file) : TransformerModel(std::move(file)) {
+  ModelLoader ld(*file_, "qwen3");
+
+  // Hyperparameters: qwen3.{context_length, embedding_length, block_count, feed_forward_length,
+  // attention.head_count, attention.head_count_kv, attention.key_length, attention.value_length,
+  // attention.layer_norm_rms_epsilon, rope.freq_base, rope.dimension_count, rope.scaling.type,
+  // rope.scaling.factor}.
+  ld.read_common_hparams(hp_);
+  hp_.rope_neox = true;
+  ld.check_hparams(hp_);
+
+  // Tensor table.
+  const int64_t n_embd = hp_.n_embd, n_ff = hp_.n_ff, n_vocab = hp_.n_vocab, head_dim = hp_.head_dim;
+  const int64_t n_q = hp_.n_head * head_dim, n_kv = hp_.n_head_kv * head_dim;
+  tok_embd_ = ld.matrix("token_embd.weight", n_embd, n_vocab);
+  output_norm_ = ld.vector("output_norm.weight", n_embd);
+  output_ = ld.matrix("output.weight", n_embd, n_vocab, Need::kOptional);
+  hp_.tied_output = output_.data == nullptr;
+  if (hp_.tied_output) output_ = tok_embd_;
+  layers_.resize(hp_.n_layer);
+  for (int64_t il = 0; il < hp_.n_layer; ++il) {
+    Layer& l = layers_[il];
+    l.attn_norm = ld.vector(blk(il, "attn_norm.weight"), n_embd);
+    l.wq = ld.matrix(blk(il, "attn_q.weight"), n_embd, n_q);
+    l.wk = ld.matrix(blk(il, "attn_k.weight"), n_embd, n_kv);
+    l.wv = ld.matrix(blk(il, "attn_v.weight"), n_embd, n_kv);
+    l.wo = ld.matrix(blk(il, "attn_output.weight"), n_q, n_embd);
+    l.q_norm = ld.vector(blk(il, "attn_q_norm.weight"), head_dim);
+    l.k_norm = ld.vector(blk(il, "attn_k_norm.weight"), head_dim);
+    l.ffn_norm = ld.vector(blk(il, "ffn_norm.weight"), n_embd);
+    l.ffn.gate = ld.matrix(blk(il, "ffn_gate.weight"), n_embd, n_ff);
+    l.ffn.up = ld.matrix(blk(il, "ffn_up.weight"), n_embd, n_ff);
+    l.ffn.down = ld.matrix(blk(il, "ffn_down.weight"), n_ff, n_embd);
+  }
+  weight_bytes_ = ld.weight_bytes();
+  n_params_ = ld.n_params();
+
+  rope_ = RopeConfig{head_dim, hp_.n_rot, hp_.rope_theta, hp_.rope_freq_scale, true, nullptr};
+  attn_ = AttentionShape{hp_.n_head, hp_.n_head_kv, head_dim, 1.0f / std::sqrt(float(head_dim))};
+}
+
+void Qwen3Model::forward_ubatch(KvCache& cache, std::span<const int32_t> tokens, int64_t pos0, float* logits,
+                                bool all_logits, ThreadPool& pool) const {
+  const int64_t n_tokens = static_cast<int64_t>(tokens.size());
+  const int64_t n_embd = hp_.n_embd, head_dim = hp_.head_dim;
+  const int64_t n_q = hp_.n_head * head_dim, n_kv = hp_.n_head_kv * head_dim;
+  const Dumper dump;
+  Activations a(hp_, n_tokens);
+  const RopeTable rope(rope_, pos0, n_tokens);
+
+  embed(tokens, a.x.data());
+  for (int64_t il = 0; il < hp_.n_layer; ++il) {
+    const Layer& l = layers_[il];
+    const int d = static_cast<int>(il);
+    rms_norm(pool, a.x.data(), l.attn_norm, n_tokens, n_embd, hp_.rms_eps, a.cur.data());
+    dump.dump("attn_norm", d, a.cur.data(), n_tokens, n_embd);
+
+    linear(pool, l.wq, nullptr, a.cur.data(), n_tokens, a.q.data());
+    linear(pool, l.wk, nullptr, a.cur.data(), n_tokens, a.k.data());
+    linear(pool, l.wv, nullptr, a.cur.data(), n_tokens, a.v.data());
+    dump.dump("Qcur", d, a.q.data(), n_tokens, n_q);
+    dump.dump("Kcur", d, a.k.data(), n_tokens, n_kv);
+    dump.dump("Vcur", d, a.v.data(), n_tokens, n_kv);
+    // Per-head RMSNorm: each head is one row of head_dim.
+    rms_norm(pool, a.q.data(), l.q_norm, n_tokens * hp_.n_head, head_dim, hp_.rms_eps, a.q.data());
+    rms_norm(pool, a.k.data(), l.k_norm, n_tokens * hp_.n_head_kv, head_dim, hp_.rms_eps, a.k.data());
+    dump.dump("Qcur_normed", d, a.q.data(), n_tokens, n_q);
+    dump.dump("Kcur_normed", d, a.k.data(), n_tokens, n_kv);
+    rope.apply(a.q.data(), n_tokens, hp_.n_head);
+    rope.apply(a.k.data(), n_tokens, hp_.n_head_kv);
+    dump.dump("Qcur_rope", d, a.q.data(), n_tokens, n_q);
+    dump.dump("Kcur_rope", d, a.k.data(), n_tokens, n_kv);
+
+    kv_store(cache, il, pos0, n_tokens, a.k.data(), a.v.data());
+    attention(pool, cache, il, attn_, a.q.data(), n_tokens, pos0, a.attn.data());
+    dump.dump("kqv_out", d, a.attn.data(), n_tokens, n_q);
+    linear(pool, l.wo, nullptr, a.attn.data(), n_tokens, a.cur.data());
+    dump.dump("attn_out", d, a.cur.data(), n_tokens, n_embd);
+    add_inplace(a.x.data(), a.cur.data(), n_tokens * n_embd);
+    dump.dump("ffn_inp", d, a.x.data(), n_tokens, n_embd);
+
+    rms_norm(pool, a.x.data(), l.ffn_norm, n_tokens, n_embd, hp_.rms_eps, a.cur.data());
+    dump.dump("ffn_norm", d, a.cur.data(), n_tokens, n_embd);
+    swiglu_ffn(pool, l.ffn, a.cur.data(), n_tokens, a.gate.data(), a.up.data(), a.ffn.data());
+    dump.dump("ffn_out", d, a.ffn.data(), n_tokens, n_embd);
+    add_inplace(a.x.data(), a.ffn.data(), n_tokens * n_embd);
+    dump.dump("l_out", d, a.x.data(), n_tokens, n_embd);
+  }
+  if (logits) output_head(pool, a.x.data(), n_tokens, all_logits, logits, dump);
+}
+
+}  // namespace
+
+std::unique_ptr<Model> make_qwen3(std::shared_ptr<const gguf::GgufFile> file) {
+  return std::make_unique<Qwen3Model>(std::move(file));
+}
+
+}  // namespace ignis::model

@@ -1,0 +1,77 @@
+// TransformerModel: what the llama-like architectures share around their forward pass.
+//
+// An architecture file (llama.cpp, qwen2.cpp, qwen3.cpp) derives from TransformerModel, reads its
+// hyperparameters, binds its tensor table and implements forward_ubatch() with the blocks of
+// blocks.h. This base owns the GGUF file (so weight views stay valid), validates forward() input,
+// splits long inputs into ubatches, embeds tokens and computes the output head.
+// Immutable after construction; forward() is thread-safe for distinct caches and pools.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/cpu/ops.h"
+#include "format/gguf.h"
+#include "model/dump.h"
+#include "model/model.h"
+
+namespace ignis::model {
+
+// Activations of one ubatch, [n_tokens, width] f32 each.
+struct Activations {
+  Activations(const HParams& hp, int64_t n_tokens);
+  std::vector<float> x;     // residual stream [n_tokens, n_embd]
+  std::vector<float> cur;   // normed input / projection output [n_tokens, n_embd]
+  std::vector<float> q;     // [n_tokens, n_head * head_dim]
+  std::vector<float> k;     // [n_tokens, n_head_kv * head_dim]
+  std::vector<float> v;     // [n_tokens, n_head_kv * head_dim]
+  std::vector<float> attn;  // [n_tokens, n_head * head_dim]
+  std::vector<float> gate;  // [n_tokens, n_ff]
+  std::vector<float> up;    // [n_tokens, n_ff]
+  std::vector<float> ffn;   // [n_tokens, n_embd]
+};
+
+class TransformerModel : public Model {
+ public:
+  // Tokens per ubatch: at most kUbatch, fewer when one token's activations are so wide that
+  // kUbatch of them would exceed kActivationBytes (bounds memory for long prompts).
+  static constexpr int64_t kUbatch = 512;
+  static constexpr int64_t kActivationBytes = int64_t{256} << 20;
+  int64_t ubatch_size() const;
+
+  explicit TransformerModel(std::shared_ptr<const gguf::GgufFile> file) : file_(std::move(file)) {}
+
+  const HParams& hparams() const override { return hp_; }
+  const gguf::GgufFile& file() const override { return *file_; }
+  std::shared_ptr<const gguf::GgufFile> file_ptr() const override { return file_; }
+  std::unique_ptr<KvCache> new_cache(int64_t n_ctx) const override;
+  void forward(KvCache& cache, std::span<const int32_t> tokens, float* logits, bool all_logits,
+               ThreadPool& pool) const final;
+  uint64_t weight_bytes() const override { return weight_bytes_; }
+  uint64_t n_params() const override { return n_params_; }
+
+ protected:
+  // Runs tokens at positions pos0.. (their K/V go to the cache; forward() advances it afterwards).
+  // logits: nullptr, or [all_logits ? n_tokens : 1, n_vocab].
+  virtual void forward_ubatch(KvCache& cache, std::span<const int32_t> tokens, int64_t pos0, float* logits,
+                              bool all_logits, ThreadPool& pool) const = 0;
+
+  // x[t] = token_embd row of tokens[t].  x: [n_tokens, n_embd]
+  void embed(std::span<const int32_t> tokens, float* x) const;
+  // logits = output(rms_norm(x, output_norm)) for all rows of x or only the last.
+  // x: [n_tokens, n_embd] (overwritten); logits: [all ? n_tokens : 1, n_vocab].
+  void output_head(ThreadPool& pool, float* x, int64_t n_tokens, bool all, float* logits,
+                   const Dumper& dump) const;
+
+  std::shared_ptr<const gguf::GgufFile> file_;
+  HParams hp_;
+  cpu::WeightView tok_embd_;      // [n_embd, n_vocab]
+  const float* output_norm_ = nullptr;  // [n_embd]
+  cpu::WeightView output_;        // [n_embd, n_vocab], == tok_embd_ when tied
+  uint64_t weight_bytes_ = 0;
+  uint64_t n_params_ = 0;
+};
+
+}  // namespace ignis::model
