@@ -87,18 +87,32 @@ void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
-RopeTable::RopeTable(const RopeConfig& cfg, int64_t pos0, int64_t n_tokens)
-    : cfg_(cfg), n_tokens_(n_tokens) {
-  const int64_t half = cfg.n_rot / 2;
+RopeTable::RopeTable(const RopeConfig& cfg, int64_t pos0, int64_t n_tokens) : cfg_(cfg), n_tokens_(n_tokens) {
+  std::vector<int64_t> positions(static_cast<size_t>(n_tokens));
+  for (int64_t t = 0; t < n_tokens; ++t) positions[t] = pos0 + t;
+  init(positions);
+}
+
+RopeTable::RopeTable(const RopeConfig& cfg, std::span<const SeqSpan> spans) : cfg_(cfg), n_tokens_(0) {
+  std::vector<int64_t> positions;
+  for (const SeqSpan& sp : spans)
+    for (int64_t t = 0; t < sp.n_tokens; ++t) positions.push_back(sp.pos0 + t);
+  n_tokens_ = static_cast<int64_t>(positions.size());
+  init(positions);
+}
+
+void RopeTable::init(const std::vector<int64_t>& positions) {
+  const int64_t half = cfg_.n_rot / 2;
+  const int64_t n_tokens = static_cast<int64_t>(positions.size());
   cos_.resize(static_cast<size_t>(n_tokens * half));
   sin_.resize(cos_.size());
   for (int64_t i = 0; i < half; ++i) {
     // NOTE: angles in double: positions up to 1e6 times frequencies near 1 keep their fractional part.
-    double freq = std::pow(static_cast<double>(cfg.theta), -2.0 * static_cast<double>(i) / cfg.n_rot);
-    freq *= cfg.freq_scale;
-    if (cfg.freq_factors) freq /= cfg.freq_factors[i];
+    double freq = std::pow(static_cast<double>(cfg_.theta), -2.0 * static_cast<double>(i) / cfg_.n_rot);
+    freq *= cfg_.freq_scale;
+    if (cfg_.freq_factors) freq /= cfg_.freq_factors[i];
     for (int64_t t = 0; t < n_tokens; ++t) {
-      const double angle = static_cast<double>(pos0 + t) * freq;
+      const double angle = static_cast<double>(positions[t]) * freq;
       cos_[t * half + i] = static_cast<float>(std::cos(angle));
       sin_[t * half + i] = static_cast<float>(std::sin(angle));
     }
@@ -138,20 +152,35 @@ void kv_store(KvCache& cache, int64_t il, int64_t pos0, int64_t n_tokens, const 
   }
 }
 
-void attention(ThreadPool& pool, KvCache& cache, int64_t il, const AttentionShape& sh, const float* q,
-               int64_t n_tokens, int64_t pos0, float* out) {
+namespace {
+
+// Attention of every row of every span over its own cache (K/V already stored). Work items are
+// (row, KV head, slice of the query heads sharing it) over all rows of all spans.
+void attend_spans(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, const AttentionShape& sh,
+                  const float* q, float* out) {
   const VecKernels& vk = vec_kernels();
-  const int64_t width = cache.kv_width();
-  const int64_t page = cache.page_size();
-  const int64_t n_kv_max = pos0 + n_tokens;
+  const int64_t width = spans[0].cache->kv_width();
+  const int64_t page = spans[0].cache->page_size();
   const int64_t group = sh.n_head / sh.n_head_kv;
   const int64_t d = sh.head_dim;
-  // Page pointers, looked up once per call rather than per row.
-  const int64_t n_pages = (n_kv_max + page - 1) / page;
-  std::vector<const float*> k_pages(n_pages), v_pages(n_pages);
-  for (int64_t p = 0; p < n_pages; ++p) {
-    k_pages[p] = cache.k_page(il, p);
-    v_pages[p] = cache.v_page(il, p);
+  // Per row: its span; per span: page pointers, looked up once per call rather than per row.
+  int64_t n_tokens = 0, n_kv_max = 0, work = 0;
+  std::vector<int32_t> row_span;
+  std::vector<std::vector<const float*>> k_pages(spans.size()), v_pages(spans.size());
+  for (size_t si = 0; si < spans.size(); ++si) {
+    const SeqSpan& sp = spans[si];
+    const int64_t n_kv = sp.pos0 + sp.n_tokens;
+    n_kv_max = std::max(n_kv_max, n_kv);
+    work += sp.n_tokens * n_kv;
+    const int64_t n_pages = (n_kv + page - 1) / page;
+    k_pages[si].resize(n_pages);
+    v_pages[si].resize(n_pages);
+    for (int64_t p = 0; p < n_pages; ++p) {
+      k_pages[si][p] = sp.cache->k_page(il, p);
+      v_pages[si][p] = sp.cache->v_page(il, p);
+    }
+    for (int64_t t = 0; t < sp.n_tokens; ++t) row_span.push_back(static_cast<int32_t>(si));
+    n_tokens += sp.n_tokens;
   }
 
   // NOTE: a work item is (token, KV head, a slice of the query heads sharing it): each K/V row is
@@ -162,7 +191,7 @@ void attention(ThreadPool& pool, KvCache& cache, int64_t il, const AttentionShap
                                                 1, group);
   const int64_t max_slice = (group + n_slices - 1) / n_slices;
   const int64_t n_items = n_tokens * sh.n_head_kv * n_slices;
-  const bool small = n_tokens * sh.n_head * n_kv_max * d < (int64_t{1} << 15);
+  const bool small = work * sh.n_head * d < (int64_t{1} << 15);
 
   parallel_for(pool, n_items, small ? n_items + 1 : 2, [&](int64_t i0, int64_t i1) {
     std::vector<float> scores(static_cast<size_t>(max_slice * n_kv_max));  // [slice, n_kv]
@@ -175,12 +204,14 @@ void attention(ThreadPool& pool, KvCache& cache, int64_t il, const AttentionShap
       const int64_t slice = g1 - g0;
       const int64_t h0 = kvh * group + g0;  // first query head of the slice
       const int64_t kv_off = kvh * d;
-      const int64_t n_kv = pos0 + t + 1;  // causal: positions 0..pos0+t
+      const SeqSpan& sp = spans[row_span[t]];
+      const int64_t si = row_span[t];
+      const int64_t n_kv = sp.pos0 + (t - sp.row0) + 1;  // causal: positions 0..pos of this row
       const float* qt = q + (t * sh.n_head + h0) * d;
       float* ot = out + (t * sh.n_head + h0) * d;
 
       for (int64_t j = 0; j < n_kv; ++j) {
-        const float* krow = k_pages[j / page] + (j % page) * width + kv_off;
+        const float* krow = k_pages[si][j / page] + (j % page) * width + kv_off;
         for (int64_t g = 0; g < slice; ++g) scores[g * n_kv + j] = vk.dot(qt + g * d, krow, d) * sh.scale;
       }
       // NOTE: softmax with the max subtracted and the sum in double: no overflow, and long contexts
@@ -197,7 +228,7 @@ void attention(ThreadPool& pool, KvCache& cache, int64_t il, const AttentionShap
       }
       std::fill(ot, ot + slice * d, 0.0f);
       for (int64_t j = 0; j < n_kv; ++j) {
-        const float* vrow = v_pages[j / page] + (j % page) * width + kv_off;
+        const float* vrow = v_pages[si][j / page] + (j % page) * width + kv_off;
         for (int64_t g = 0; g < slice; ++g) vk.axpy(ot + g * d, scores[g * n_kv + j], vrow, d);
       }
       for (int64_t g = 0; g < slice; ++g) {
@@ -205,6 +236,23 @@ void attention(ThreadPool& pool, KvCache& cache, int64_t il, const AttentionShap
       }
     }
   });
+}
+
+}  // namespace
+
+void attention(ThreadPool& pool, KvCache& cache, int64_t il, const AttentionShape& sh, const float* q,
+               int64_t n_tokens, int64_t pos0, float* out) {
+  const SeqSpan span{&cache, 0, pos0, n_tokens};
+  attend_spans(pool, std::span<const SeqSpan>(&span, 1), il, sh, q, out);
+}
+
+void attention_batch(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, const AttentionShape& shape,
+                     const float* q, const float* k, const float* v, float* out) {
+  for (const SeqSpan& sp : spans) {
+    const int64_t w = sp.cache->kv_width();
+    kv_store(*sp.cache, il, sp.pos0, sp.n_tokens, k + sp.row0 * w, v + sp.row0 * w);
+  }
+  attend_spans(pool, spans, il, shape, q, out);
 }
 
 void swiglu_ffn(ThreadPool& pool, const FfnWeights& w, const float* x, int64_t n_tokens, float* gate_buf,

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "backend/cpu/ops.h"
@@ -36,9 +37,20 @@ struct RopeConfig {
 
 // cos/sin of every (position, frequency) of one ubatch, computed once and applied to Q and K of
 // every layer. Dimension pair i at position p turns by p * freq_scale * theta^(-2i/n_rot) / factor[i].
+// One sequence's rows inside a ubatch that may hold several sequences: rows [row0, row0 + n_tokens)
+// of the activations sit at positions pos0.. of `cache`.
+struct SeqSpan {
+  KvCache* cache = nullptr;
+  int64_t row0 = 0;
+  int64_t pos0 = 0;
+  int64_t n_tokens = 0;
+};
+
 class RopeTable {
  public:
   RopeTable(const RopeConfig& cfg, int64_t pos0, int64_t n_tokens);
+  // Rows of several sequences: each span's rows at its own positions.
+  RopeTable(const RopeConfig& cfg, std::span<const SeqSpan> spans);
   // Rotates x: [n_tokens, n_heads * head_dim] in place.
   void apply(float* x, int64_t n_tokens, int64_t n_heads) const;
 
@@ -47,6 +59,7 @@ class RopeTable {
   int64_t n_tokens_;
   std::vector<float> cos_;  // [n_tokens, n_rot/2]
   std::vector<float> sin_;  // [n_tokens, n_rot/2]
+  void init(const std::vector<int64_t>& positions);
 };
 
 // Copies K and V rows [n_tokens, kv_width] of positions pos0.. into layer il of the cache.
@@ -64,6 +77,13 @@ struct AttentionShape {
 // q: [n_tokens, n_head * head_dim]; out: [n_tokens, n_head * head_dim].
 void attention(ThreadPool& pool, KvCache& cache, int64_t il, const AttentionShape& shape, const float* q,
                int64_t n_tokens, int64_t pos0, float* out);
+
+// kv_store + attention for every span of a multi-sequence ubatch, as one parallel pass: each row
+// attends over its own sequence's cache only. q, k, v, out are [total rows, width] as in attention().
+// NOTE: per (row, head) the arithmetic is exactly attention()'s, so a sequence's results do not depend
+// on what else is in the batch (batch invariance).
+void attention_batch(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, const AttentionShape& shape,
+                     const float* q, const float* k, const float* v, float* out);
 
 struct FfnWeights {
   cpu::WeightView gate, up, down;  // [n_embd, n_ff], [n_embd, n_ff], [n_ff, n_embd]

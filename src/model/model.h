@@ -63,6 +63,14 @@ class KvCache {
   virtual void advance(int64_t n) = 0;
 };
 
+// One sequence's part of a multi-sequence forward step (see Model::forward_batch).
+struct SeqBatch {
+  KvCache* cache = nullptr;
+  std::span<const int32_t> tokens;  // evaluated at positions cache->n_past() ..
+  float* logits = nullptr;          // [all_logits ? tokens.size() : 1, n_vocab] or nullptr
+  bool all_logits = false;
+};
+
 struct LoadOptions {
   bool validate_only = false;  // load and check, used by tests of bad files
 };
@@ -90,6 +98,12 @@ class Model {
   // (the last token's row).
   virtual void forward(KvCache& cache, std::span<const int32_t> tokens, float* logits, bool all_logits,
                        ThreadPool& pool) const = 0;
+
+  // Several sequences in one step: their tokens go through every matrix product together (each weight
+  // is read once per step for all of them), while each sequence's attention reads only its own cache.
+  // A sequence's results are bit-identical to forward() on it alone (batch invariance). Same checks
+  // and errors as forward(), for every sequence, before anything is computed.
+  virtual void forward_batch(std::span<SeqBatch> seqs, ThreadPool& pool) const = 0;
 
   // Total bytes of weights, and number of parameters (for bench / info output).
   virtual uint64_t weight_bytes() const = 0;

@@ -33,8 +33,8 @@ class Qwen3Model final : public TransformerModel {
     FfnWeights ffn;
   };
 
-  void forward_ubatch(KvCache& cache, std::span<const int32_t> tokens, int64_t pos0, float* logits,
-                      bool all_logits, ThreadPool& pool) const override;
+  void forward_ubatch(std::span<const SeqSpan> spans, std::span<const int32_t> tokens,
+                      std::span<const int64_t> out_rows, float* logits, ThreadPool& pool) const override;
 
   std::vector<Layer> layers_;
   RopeConfig rope_;
@@ -82,14 +82,14 @@ Qwen3Model::Qwen3Model(std::shared_ptr<const gguf::GgufFile> file) : Transformer
   attn_ = AttentionShape{hp_.n_head, hp_.n_head_kv, head_dim, 1.0f / std::sqrt(float(head_dim))};
 }
 
-void Qwen3Model::forward_ubatch(KvCache& cache, std::span<const int32_t> tokens, int64_t pos0, float* logits,
-                                bool all_logits, ThreadPool& pool) const {
+void Qwen3Model::forward_ubatch(std::span<const SeqSpan> spans, std::span<const int32_t> tokens,
+                               std::span<const int64_t> out_rows, float* logits, ThreadPool& pool) const {
   const int64_t n_tokens = static_cast<int64_t>(tokens.size());
   const int64_t n_embd = hp_.n_embd, head_dim = hp_.head_dim;
   const int64_t n_q = hp_.n_head * head_dim, n_kv = hp_.n_head_kv * head_dim;
   const Dumper dump;
   Activations a(hp_, n_tokens);
-  const RopeTable rope(rope_, pos0, n_tokens);
+  const RopeTable rope(rope_, spans);
 
   embed(tokens, a.x.data());
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
@@ -114,8 +114,7 @@ void Qwen3Model::forward_ubatch(KvCache& cache, std::span<const int32_t> tokens,
     dump.dump("Qcur_rope", d, a.q.data(), n_tokens, n_q);
     dump.dump("Kcur_rope", d, a.k.data(), n_tokens, n_kv);
 
-    kv_store(cache, il, pos0, n_tokens, a.k.data(), a.v.data());
-    attention(pool, cache, il, attn_, a.q.data(), n_tokens, pos0, a.attn.data());
+    attention_batch(pool, spans, il, attn_, a.q.data(), a.k.data(), a.v.data(), a.attn.data());
     dump.dump("kqv_out", d, a.attn.data(), n_tokens, n_q);
     linear(pool, l.wo, nullptr, a.attn.data(), n_tokens, a.cur.data());
     dump.dump("attn_out", d, a.cur.data(), n_tokens, n_embd);
@@ -129,7 +128,7 @@ void Qwen3Model::forward_ubatch(KvCache& cache, std::span<const int32_t> tokens,
     add_inplace(a.x.data(), a.ffn.data(), n_tokens * n_embd);
     dump.dump("l_out", d, a.x.data(), n_tokens, n_embd);
   }
-  if (logits) output_head(pool, a.x.data(), n_tokens, all_logits, logits, dump);
+  output_head(pool, a.x.data(), out_rows, logits, dump);
 }
 
 }  // namespace

@@ -27,30 +27,72 @@ std::unique_ptr<KvCache> TransformerModel::new_cache(int64_t n_ctx) const {
 
 void TransformerModel::forward(KvCache& cache, std::span<const int32_t> tokens, float* logits, bool all_logits,
                                ThreadPool& pool) const {
-  if (cache.n_layer() != hp_.n_layer || cache.kv_width() != hp_.n_head_kv * hp_.head_dim) {
-    fail("forward: the KV cache ({} layers x {}) was not made for this model ({} layers x {})", cache.n_layer(),
-         cache.kv_width(), hp_.n_layer, hp_.n_head_kv * hp_.head_dim);
-  }
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  if (n == 0) fail("forward: no tokens");
-  const int64_t pos0 = cache.n_past();
-  if (pos0 + n > cache.n_ctx()) {
-    fail("forward: {} tokens after {} cached do not fit in the context of {} tokens", n, pos0, cache.n_ctx());
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= hp_.n_vocab) {
-      fail("forward: token id {} at index {} is outside the vocabulary [0, {})", tokens[i], i, hp_.n_vocab);
+  SeqBatch one{&cache, tokens, logits, all_logits};
+  forward_batch(std::span<SeqBatch>(&one, 1), pool);
+}
+
+void TransformerModel::forward_batch(std::span<SeqBatch> seqs, ThreadPool& pool) const {
+  for (const SeqBatch& s : seqs) {
+    KvCache& cache = *s.cache;
+    if (cache.n_layer() != hp_.n_layer || cache.kv_width() != hp_.n_head_kv * hp_.head_dim) {
+      fail("forward: the KV cache ({} layers x {}) was not made for this model ({} layers x {})", cache.n_layer(),
+           cache.kv_width(), hp_.n_layer, hp_.n_head_kv * hp_.head_dim);
+    }
+    const int64_t n = static_cast<int64_t>(s.tokens.size());
+    if (n == 0) fail("forward: no tokens");
+    const int64_t pos0 = cache.n_past();
+    if (pos0 + n > cache.n_ctx()) {
+      fail("forward: {} tokens after {} cached do not fit in the context of {} tokens", n, pos0, cache.n_ctx());
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      if (s.tokens[i] < 0 || s.tokens[i] >= hp_.n_vocab) {
+        fail("forward: token id {} at index {} is outside the vocabulary [0, {})", s.tokens[i], i, hp_.n_vocab);
+      }
     }
   }
+  for (size_t a = 0; a < seqs.size(); ++a)
+    for (size_t b = a + 1; b < seqs.size(); ++b)
+      if (seqs[a].cache == seqs[b].cache) fail("forward: two sequences of one batch share a KV cache");
+
+  // NOTE: the sequences' tokens are laid end to end and cut into ubatches of at most ubatch_size()
+  // rows; a sequence may continue in the next ubatch (its cache has advanced by then).
   const int64_t ubatch = ubatch_size();
-  for (int64_t b = 0; b < n; b += ubatch) {
-    const int64_t len = std::min(ubatch, n - b);
-    const bool last = b + len == n;
-    float* out = nullptr;
-    if (logits && all_logits) out = logits + b * hp_.n_vocab;
-    if (logits && !all_logits && last) out = logits;
-    forward_ubatch(cache, tokens.subspan(b, len), pos0 + b, out, all_logits, pool);
-    cache.advance(len);
+  std::vector<int64_t> done(seqs.size(), 0);
+  size_t cur = 0;
+  std::vector<int32_t> toks;
+  std::vector<SeqSpan> spans;
+  std::vector<int64_t> out_rows;
+  std::vector<float*> out_dst;
+  std::vector<float> out;
+  while (cur < seqs.size()) {
+    toks.clear();
+    spans.clear();
+    out_rows.clear();
+    out_dst.clear();
+    while (cur < seqs.size() && static_cast<int64_t>(toks.size()) < ubatch) {
+      SeqBatch& s = seqs[cur];
+      const int64_t n = static_cast<int64_t>(s.tokens.size());
+      const int64_t m = std::min(n - done[cur], ubatch - static_cast<int64_t>(toks.size()));
+      const int64_t row0 = static_cast<int64_t>(toks.size());
+      spans.push_back(SeqSpan{s.cache, row0, s.cache->n_past(), m});
+      toks.insert(toks.end(), s.tokens.begin() + done[cur], s.tokens.begin() + done[cur] + m);
+      if (s.logits && s.all_logits) {
+        for (int64_t j = 0; j < m; ++j) {
+          out_rows.push_back(row0 + j);
+          out_dst.push_back(s.logits + (done[cur] + j) * hp_.n_vocab);
+        }
+      } else if (s.logits && done[cur] + m == n) {
+        out_rows.push_back(row0 + m - 1);
+        out_dst.push_back(s.logits);
+      }
+      done[cur] += m;
+      if (done[cur] == n) ++cur;
+    }
+    out.resize(out_rows.size() * static_cast<size_t>(hp_.n_vocab));
+    forward_ubatch(spans, toks, out_rows, out.data(), pool);
+    for (const SeqSpan& sp : spans) sp.cache->advance(sp.n_tokens);
+    for (size_t r = 0; r < out_rows.size(); ++r)
+      std::copy(out.begin() + r * hp_.n_vocab, out.begin() + (r + 1) * hp_.n_vocab, out_dst[r]);
   }
 }
 
@@ -64,13 +106,16 @@ void TransformerModel::embed(std::span<const int32_t> tokens, float* x) const {
   for (size_t t = 0; t < tokens.size(); ++t) cpu::get_row(tok_embd_, tokens[t], x + t * hp_.n_embd);
 }
 
-void TransformerModel::output_head(ThreadPool& pool, float* x, int64_t n_tokens, bool all, float* logits,
-                                   const Dumper& dump) const {
-  const int64_t n_out = all ? n_tokens : 1;
-  float* rows = x + (n_tokens - n_out) * hp_.n_embd;
-  rms_norm(pool, rows, output_norm_, n_out, hp_.n_embd, hp_.rms_eps, rows);
-  dump.dump("result_norm", -1, rows, n_out, hp_.n_embd);
-  cpu::matmul(pool, output_, rows, n_out, logits);
+void TransformerModel::output_head(ThreadPool& pool, const float* x, std::span<const int64_t> out_rows,
+                                   float* logits, const Dumper& dump) const {
+  const int64_t n_out = static_cast<int64_t>(out_rows.size());
+  if (n_out == 0) return;
+  std::vector<float> rows(static_cast<size_t>(n_out * hp_.n_embd));
+  for (int64_t r = 0; r < n_out; ++r)
+    std::copy(x + out_rows[r] * hp_.n_embd, x + (out_rows[r] + 1) * hp_.n_embd, rows.begin() + r * hp_.n_embd);
+  rms_norm(pool, rows.data(), output_norm_, n_out, hp_.n_embd, hp_.rms_eps, rows.data());
+  dump.dump("result_norm", -1, rows.data(), n_out, hp_.n_embd);
+  cpu::matmul(pool, output_, rows.data(), n_out, logits);
   dump.dump("result_output", -1, logits, n_out, hp_.n_vocab);
 }
 

@@ -14,6 +14,7 @@
 
 #include "backend/cpu/ops.h"
 #include "format/gguf.h"
+#include "model/blocks.h"
 #include "model/dump.h"
 #include "model/model.h"
 
@@ -49,20 +50,22 @@ class TransformerModel : public Model {
   std::unique_ptr<KvCache> new_cache(int64_t n_ctx) const override;
   void forward(KvCache& cache, std::span<const int32_t> tokens, float* logits, bool all_logits,
                ThreadPool& pool) const final;
+  void forward_batch(std::span<SeqBatch> seqs, ThreadPool& pool) const final;
   uint64_t weight_bytes() const override { return weight_bytes_; }
   uint64_t n_params() const override { return n_params_; }
 
  protected:
-  // Runs tokens at positions pos0.. (their K/V go to the cache; forward() advances it afterwards).
-  // logits: nullptr, or [all_logits ? n_tokens : 1, n_vocab].
-  virtual void forward_ubatch(KvCache& cache, std::span<const int32_t> tokens, int64_t pos0, float* logits,
-                              bool all_logits, ThreadPool& pool) const = 0;
+  // Runs one ubatch: the rows of each span at its positions (their K/V go to the span's cache;
+  // forward_batch() advances the caches afterwards). logits: [out_rows.size(), n_vocab] for the rows
+  // listed in out_rows (indices into tokens), or nothing when out_rows is empty.
+  virtual void forward_ubatch(std::span<const SeqSpan> spans, std::span<const int32_t> tokens,
+                              std::span<const int64_t> out_rows, float* logits, ThreadPool& pool) const = 0;
 
   // x[t] = token_embd row of tokens[t].  x: [n_tokens, n_embd]
   void embed(std::span<const int32_t> tokens, float* x) const;
-  // logits = output(rms_norm(x, output_norm)) for all rows of x or only the last.
-  // x: [n_tokens, n_embd] (overwritten); logits: [all ? n_tokens : 1, n_vocab].
-  void output_head(ThreadPool& pool, float* x, int64_t n_tokens, bool all, float* logits,
+  // logits = output(rms_norm(x, output_norm)) for the rows listed in out_rows.
+  // x: [n_tokens, n_embd]; logits: [out_rows.size(), n_vocab].
+  void output_head(ThreadPool& pool, const float* x, std::span<const int64_t> out_rows, float* logits,
                    const Dumper& dump) const;
 
   std::shared_ptr<const gguf::GgufFile> file_;
