@@ -40,8 +40,10 @@ class Tokenizer {
   virtual std::vector<TokenId> encode(std::string_view text, bool add_special,
                                       bool parse_special) const = 0;
   // The bytes of one token as it appears in decoded text (may be a partial UTF-8 sequence).
+  // Control tokens give their text ("<|im_end|>"), unused tokens "". Throws Error for a bad id.
   virtual std::string token_to_piece(TokenId id) const = 0;
-  // Whole-sequence decode (handles leading-space stripping and byte tokens as the reference does).
+  // Whole-sequence decode (handles leading-space stripping and byte tokens as the reference does);
+  // invalid UTF-8 from byte tokens becomes U+FFFD. skip_special leaves out control/unknown tokens.
   virtual std::string decode(const std::vector<TokenId>& ids, bool skip_special = false) const = 0;
 
   virtual int32_t n_vocab() const = 0;
@@ -54,11 +56,16 @@ class Tokenizer {
   virtual std::string token_text(TokenId id) const = 0;  // the vocabulary string
   // The chat template shipped with the tokenizer, or "" if none.
   virtual std::string chat_template() const = 0;
+  // True when decode() drops one leading space (SentencePiece's dummy prefix); StreamDecoder
+  // does the same.
+  virtual bool decode_strips_leading_space() const { return false; }
 };
 
 // Incremental detokenization for streaming: push ids, get back only complete UTF-8 text.
 // Never emits a partial UTF-8 character and never loses one; flush() returns whatever is left
-// (invalid trailing bytes become U+FFFD as the reference decoders do).
+// (invalid trailing bytes become U+FFFD as the reference decoders do). The concatenation of all
+// returned text equals tok.decode(ids, /*skip_special=*/true): control tokens are not shown.
+// One StreamDecoder per sequence; not thread-safe (the Tokenizer it reads is).
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tok);
