@@ -286,6 +286,9 @@ struct GenerationJob : std::enable_shared_from_this<GenerationJob> {
       }
     remaining = choices.size();
     ++svc->in_flight_;
+    // NOTE: chunks may arrive on the engine thread as soon as a choice is submitted; holding mu until
+    // the stream's headers are queued keeps them behind the headers.
+    std::unique_lock<std::mutex> lk(mu);
     for (size_t ci = 0; ci < choices.size(); ++ci) {
       SamplingParams sp = base;
       if (sp.seed) sp.seed = *sp.seed + (ci % size_t(n));
@@ -297,7 +300,6 @@ struct GenerationJob : std::enable_shared_from_this<GenerationJob> {
           self->on_chunk(ci, ch);
         }));
       } catch (...) {
-        std::lock_guard<std::mutex> lk(mu);
         failed = true;
         for (RequestId id : ids) svc->engine_->cancel(id);
         --svc->in_flight_;
@@ -308,8 +310,10 @@ struct GenerationJob : std::enable_shared_from_this<GenerationJob> {
     if (stream) ex->start_stream(200, "text/event-stream");
     std::weak_ptr<GenerationJob> weak = self;
     ex->on_close([weak]() {
-      if (auto j = weak.lock())
+      if (auto j = weak.lock()) {
+        std::lock_guard<std::mutex> g(j->mu);
         for (RequestId id : j->ids) j->svc->engine_->cancel(id);
+      }
     });
   }
 };

@@ -60,6 +60,9 @@ class FakeModel : public ignis::model::Model {
     std::fill(logits, logits + hp_.n_vocab, 0.0f);
     logits[step < script_.size() ? script_[step] : 0] = 10.0f;
   }
+  void forward_batch(std::span<ignis::model::SeqBatch> seqs, ignis::ThreadPool& pool) const override {
+    for (auto& s : seqs) forward(*s.cache, s.tokens, s.logits, s.all_logits, pool);
+  }
   uint64_t weight_bytes() const override { return 0; }
   uint64_t n_params() const override { return 0; }
 
