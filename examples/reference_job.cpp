@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
     ignis::SamplingParams sp;
     sp.temperature = 0.0f;
     sp.max_tokens = argc > 2 ? std::atoi(argv[2]) : 80;
-    nlohmann::json messages = nlohmann::json::array(
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array(
         {{{"role", "user"},
           {"content",
            "A server handles 240 requests per second. Traffic increases by 35%. How many requests per second "

@@ -170,17 +170,17 @@ class Engine {
   virtual std::vector<Completion> generate(const std::vector<std::vector<TokenId>>& prompts,
                                            const SamplingParams& params) = 0;
   // messages: [{"role": ..., "content": ...}, ...] (content may be a list of {"type":"text","text":...}).
-  virtual Completion chat(const nlohmann::json& messages, const SamplingParams& params,
-                          const nlohmann::json& tools = nullptr, const nlohmann::json& template_kwargs = {}) = 0;
+  virtual Completion chat(const nlohmann::ordered_json& messages, const SamplingParams& params,
+                          const nlohmann::ordered_json& tools = nullptr, const nlohmann::ordered_json& template_kwargs = {}) = 0;
 
   // Text layer.
   virtual std::vector<TokenId> tokenize(std::string_view text, bool add_special = true,
                                         bool parse_special = false) const = 0;
   virtual std::string detokenize(const std::vector<TokenId>& ids, bool skip_special = false) const = 0;
   // Renders messages with the chat template (the prompt text chat() tokenizes, with parse_special).
-  virtual std::string apply_chat_template(const nlohmann::json& messages, const nlohmann::json& tools = nullptr,
+  virtual std::string apply_chat_template(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools = nullptr,
                                           bool add_generation_prompt = true,
-                                          const nlohmann::json& template_kwargs = {}) const = 0;
+                                          const nlohmann::ordered_json& template_kwargs = {}) const = 0;
 
   virtual const ModelInfo& info() const = 0;
   virtual EngineStats stats() const = 0;

@@ -107,8 +107,8 @@ class LlmEngine final : public Engine {
   std::vector<Completion> generate(const std::vector<std::string>& prompts, const SamplingParams& p) override;
   std::vector<Completion> generate(const std::vector<std::vector<TokenId>>& prompts,
                                    const SamplingParams& p) override;
-  Completion chat(const nlohmann::json& messages, const SamplingParams& p, const nlohmann::json& tools,
-                  const nlohmann::json& kwargs) override;
+  Completion chat(const nlohmann::ordered_json& messages, const SamplingParams& p, const nlohmann::ordered_json& tools,
+                  const nlohmann::ordered_json& kwargs) override;
   std::vector<TokenId> tokenize(std::string_view text, bool add_special, bool parse_special) const override {
     return tok_->encode(text, add_special, parse_special);
   }
@@ -117,8 +117,8 @@ class LlmEngine final : public Engine {
       if (id < 0 || id >= info_.n_vocab) fail("token id {} is outside the vocabulary [0, {})", id, info_.n_vocab);
     return tok_->decode(ids, skip_special);
   }
-  std::string apply_chat_template(const nlohmann::json& messages, const nlohmann::json& tools,
-                                  bool add_generation_prompt, const nlohmann::json& kwargs) const override;
+  std::string apply_chat_template(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                  bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const override;
   const ModelInfo& info() const override { return info_; }
   EngineStats stats() const override {
     std::lock_guard<std::mutex> lk(stats_mu_);
@@ -129,6 +129,7 @@ class LlmEngine final : public Engine {
  private:
   void loop();
   void step();
+  void publish_stats();  // engine thread: scheduler and KV state -> stats_
   void emit_final(Req& r, ignis::FinishReason reason, const std::string& error = {});
   void validate(const std::vector<TokenId>& prompt, const SamplingParams& p) const;
   std::vector<Completion> run_blocking(const std::vector<std::vector<TokenId>>& prompts, const SamplingParams& p);
@@ -375,13 +376,17 @@ void LlmEngine::loop() {
       }
     }
     n_queued_ = int32_t(sched_->n_waiting());
-    std::lock_guard<std::mutex> lk(stats_mu_);
-    stats_.n_running = int32_t(sched_->n_running());
-    stats_.n_waiting = int32_t(sched_->n_waiting());
-    stats_.kv_usage = sched_->kv().pool().usage();
-    stats_.prefix_queries = sched_->kv().prefix_queries();
-    stats_.prefix_hits = sched_->kv().prefix_hits();
+    publish_stats();
   }
+}
+
+void LlmEngine::publish_stats() {
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  stats_.n_running = int32_t(sched_->n_running());
+  stats_.n_waiting = int32_t(sched_->n_waiting());
+  stats_.kv_usage = sched_->kv().pool().usage();
+  stats_.prefix_queries = sched_->kv().prefix_queries();
+  stats_.prefix_hits = sched_->kv().prefix_hits();
 }
 
 void LlmEngine::step() {
@@ -493,6 +498,7 @@ void LlmEngine::step() {
     stats_.generation_tokens += n_gen;
     ++stats_.steps;
   }
+  publish_stats();  // before the chunks go out, so a client that sees a chunk sees this step's state
 
   for (size_t i : zero_done) {
     Req& r = *reqs[i];
@@ -605,8 +611,8 @@ std::vector<Completion> LlmEngine::generate(const std::vector<std::vector<TokenI
   return run_blocking(prompts, p);
 }
 
-std::string LlmEngine::apply_chat_template(const nlohmann::json& messages, const nlohmann::json& tools,
-                                           bool add_generation_prompt, const nlohmann::json& kwargs) const {
+std::string LlmEngine::apply_chat_template(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                           bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const {
   if (!messages.is_array()) fail("messages must be an array");
   text::ChatTemplateInputs in;
   in.messages = messages;
@@ -618,8 +624,8 @@ std::string LlmEngine::apply_chat_template(const nlohmann::json& messages, const
   return template_->render(in);
 }
 
-Completion LlmEngine::chat(const nlohmann::json& messages, const SamplingParams& p, const nlohmann::json& tools,
-                           const nlohmann::json& kwargs) {
+Completion LlmEngine::chat(const nlohmann::ordered_json& messages, const SamplingParams& p, const nlohmann::ordered_json& tools,
+                           const nlohmann::ordered_json& kwargs) {
   const std::string prompt = apply_chat_template(messages, tools, true, kwargs);
   // NOTE: the rendered template already carries BOS where the model wants it (as transformers does).
   std::vector<TokenId> ids = tok_->encode(prompt, false, true);

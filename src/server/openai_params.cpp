@@ -4,7 +4,7 @@
 
 namespace ignis::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 void bad_param(const std::string& param, const std::string& message) {
   ApiError e;

@@ -20,10 +20,10 @@ struct ApiException {
 
 [[noreturn]] void bad_param(const std::string& param, const std::string& message);
 
-std::optional<double> opt_number(const nlohmann::json& b, const char* key, double lo, double hi);
-std::optional<int64_t> opt_integer(const nlohmann::json& b, const char* key, int64_t lo, int64_t hi);
-std::optional<bool> opt_boolean(const nlohmann::json& b, const char* key);
-std::optional<std::string> opt_str(const nlohmann::json& b, const char* key);
+std::optional<double> opt_number(const nlohmann::ordered_json& b, const char* key, double lo, double hi);
+std::optional<int64_t> opt_integer(const nlohmann::ordered_json& b, const char* key, int64_t lo, int64_t hi);
+std::optional<bool> opt_boolean(const nlohmann::ordered_json& b, const char* key);
+std::optional<std::string> opt_str(const nlohmann::ordered_json& b, const char* key);
 
 // Fields common to both routes: temperature, top_p, top_k, min_p, presence/frequency/repetition
 // penalties, seed, stop, logit_bias, max_tokens / max_completion_tokens (returned as max_tokens < 0 when
@@ -35,11 +35,11 @@ struct CommonFields {
   bool stream = false;
   bool include_usage = false;
 };
-CommonFields parse_common(const nlohmann::json& body);
+CommonFields parse_common(const nlohmann::ordered_json& body);
 
 // JSON dump that never throws on invalid UTF-8 (bytes are replaced with U+FFFD).
-std::string dump(const nlohmann::json& j);
+std::string dump(const nlohmann::ordered_json& j);
 // The UTF-8 bytes of a string as a JSON array of integers (OpenAI's "bytes" field).
-nlohmann::json bytes_of(const std::string& s);
+nlohmann::ordered_json bytes_of(const std::string& s);
 
 }  // namespace ignis::server

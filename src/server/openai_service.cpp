@@ -10,7 +10,7 @@
 
 namespace ignis::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
 void send_error(Exchange& ex, const ApiError& e) {

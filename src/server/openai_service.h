@@ -46,10 +46,10 @@ class OpenAiService {
   Metrics& metrics() { return metrics_; }
 
  private:
-  void chat_completions(const nlohmann::json& body, std::shared_ptr<Exchange> ex);
-  void completions(const nlohmann::json& body, std::shared_ptr<Exchange> ex);
-  void tokenize(const nlohmann::json& body, std::shared_ptr<Exchange> ex);
-  void detokenize(const nlohmann::json& body, std::shared_ptr<Exchange> ex);
+  void chat_completions(const nlohmann::ordered_json& body, std::shared_ptr<Exchange> ex);
+  void completions(const nlohmann::ordered_json& body, std::shared_ptr<Exchange> ex);
+  void tokenize(const nlohmann::ordered_json& body, std::shared_ptr<Exchange> ex);
+  void detokenize(const nlohmann::ordered_json& body, std::shared_ptr<Exchange> ex);
   void models(std::shared_ptr<Exchange> ex);
 
   ServiceOptions opts_;

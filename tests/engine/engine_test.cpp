@@ -169,7 +169,7 @@ TEST(Engine, SeedReproducibility) {
 
 TEST(Engine, ChatUsesTheTemplateAndShutdownIsIdempotent) {
   auto e = load();
-  nlohmann::json msgs = nlohmann::json::array({{{"role", "user"}, {"content", "Once upon a time"}}});
+  nlohmann::ordered_json msgs = nlohmann::ordered_json::array({{{"role", "user"}, {"content", "Once upon a time"}}});
   // stories260K ships no template: the ChatML fallback renders the message.
   std::string rendered = e->apply_chat_template(msgs);
   EXPECT_NE(rendered.find("Once upon a time"), std::string::npos);

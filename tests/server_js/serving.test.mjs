@@ -20,22 +20,30 @@ test('SSE framing: data lines, then data: [DONE]', async () => {
 
 test('a client that disconnects mid-stream frees its KV blocks', async () => {
   const ac = new AbortController();
-  const res = await fetch(BASE + '/v1/completions', {
-    method: 'POST', headers: { 'content-type': 'application/json' }, signal: ac.signal,
-    body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 1500, temperature: 0, stream: true, ignore_eos: true }),
-  });
-  const reader = res.body.getReader();
-  await reader.read();
-  let m = await metrics(BASE);
-  assert.ok(m.get('ignis:kv_cache_usage_perc') > 0, 'the request should hold KV blocks while it runs');
-  ac.abort();
+  try {
+    const res = await fetch(BASE + '/v1/completions', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, signal: ac.signal,
+      body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: 2000, temperature: 0, stream: true, ignore_eos: true }),
+    });
+    const reader = res.body.getReader();
+    await reader.read();
+    const m = await metrics(BASE);
+    assert.ok(m.get('ignis:kv_cache_usage_perc') > 0, 'the request should hold KV blocks while it runs');
+    assert.equal(m.get('ignis:num_requests_running'), 1);
+  } finally {
+    ac.abort();
+  }
   let freed = false;
+  let m;
   for (let i = 0; i < 100 && !freed; i++) {
-    await sleep(50);
+    await sleep(20);
     m = await metrics(BASE);
     freed = m.get('ignis:num_requests_running') === 0 && m.get('ignis:kv_cache_usage_perc') === 0;
   }
   assert.ok(freed, m.text.split('\n').filter((l) => /running|usage/.test(l)).join('\n'));
+  // Cancelled, not finished: it stopped long before its 2000 tokens.
+  const cancelled = Number((m.text.match(/ignis:request_success_total\{[^}]*finished_reason="cancelled"\} (\d+)/) || [])[1]);
+  assert.ok(cancelled >= 1, 'the disconnected request should count as cancelled');
 });
 
 test('metrics expose the vLLM set and count tokens', async () => {
