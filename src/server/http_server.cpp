@@ -39,7 +39,7 @@ class ExchangeImpl final : public Exchange, public std::enable_shared_from_this<
                const std::map<std::string, std::string>& extra) override;
   void start_stream(int status, const std::string& content_type) override;
   void send(std::string data) override;
-  void end_stream() override;
+  void end_stream(std::string last) override;
   void on_close(std::function<void()> fn) override {
     std::lock_guard<std::mutex> lk(mu_);
     on_close_ = std::move(fn);
@@ -267,7 +267,10 @@ void ExchangeImpl::start_stream(int status, const std::string& content_type) {
   *bytes += "Content-Type: " + content_type + "\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n";
   *bytes += keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
   auto s = session_;
-  asio::post(s->executor(), [s, bytes]() { s->write(bytes, false); });
+  // NOTE: dispatch, not post: start_stream is called from the request handler on the io thread, and a
+  // post from inside a running handler may be queued behind posts other threads make meanwhile (the
+  // engine's first chunks); dispatch queues the headers on the session at once.
+  asio::dispatch(s->executor(), [s, bytes]() { s->write(bytes, false); });
 }
 
 void ExchangeImpl::send(std::string data) {
@@ -281,9 +284,17 @@ void ExchangeImpl::send(std::string data) {
   asio::post(s->executor(), [s, bytes]() { s->write(bytes, false); });
 }
 
-void ExchangeImpl::end_stream() {
+void ExchangeImpl::end_stream(std::string last) {
   if (ended_.exchange(true)) return;
-  auto bytes = std::make_shared<std::string>("0\r\n\r\n");
+  auto bytes = std::make_shared<std::string>();
+  if (!last.empty()) {
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "%zx\r\n", last.size());
+    *bytes += hex;
+    *bytes += last;
+    *bytes += "\r\n";
+  }
+  *bytes += "0\r\n\r\n";
   auto s = session_;
   bool ka = keep_alive_;
   asio::post(s->executor(), [s, bytes, ka]() {

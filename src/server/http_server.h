@@ -31,7 +31,9 @@ class Exchange {
                        const std::map<std::string, std::string>& extra_headers = {}) = 0;
   virtual void start_stream(int status, const std::string& content_type) = 0;
   virtual void send(std::string data) = 0;  // raw bytes of the stream (e.g. "data: {...}\n\n")
-  virtual void end_stream() = 0;
+  // Ends the stream; `last` (if any) is sent in the same write as the terminating chunk, so a client
+  // that stops reading at its last event never leaves the terminator in flight on a reused connection.
+  virtual void end_stream(std::string last = {}) = 0;
   // Called once, on the io thread, if the client disconnects before the exchange ends.
   virtual void on_close(std::function<void()> fn) = 0;
 };

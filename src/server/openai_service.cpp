@@ -246,8 +246,7 @@ struct GenerationJob : std::enable_shared_from_this<GenerationJob> {
         ex->send("data: " + dump(json{{"id", id}, {"object", chat ? "chat.completion.chunk" : "text_completion"},
                                       {"created", created}, {"model", model}, {"choices", json::array()},
                                       {"usage", usage()}}) + "\n\n");
-      ex->send("data: [DONE]\n\n");
-      ex->end_stream();
+      ex->end_stream("data: [DONE]\n\n");
       return;
     }
     json arr = json::array();

@@ -185,6 +185,9 @@ void apply_tokenizer_config(const std::string& path, TokenizerConfig* cfg) {
       a.lstrip = v.value("lstrip", false);
       a.rstrip = v.value("rstrip", false);
       a.single_word = v.value("single_word", false);
+      // tokenizer.json's `normalized` stays (transformers fills this file from it).
+      for (const auto& x : cfg->added)
+        if (x.id == a.id) a.normalized = x.normalized;
       add_added_token(cfg, a, path);
     }
   }
@@ -208,6 +211,8 @@ void apply_tokenizer_config(const std::string& path, TokenizerConfig* cfg) {
     cfg->add_eos = c["add_eos_token"].get<bool>();
     cfg->has_template = false;
   }
+  if (c.contains("clean_up_tokenization_spaces") && c["clean_up_tokenization_spaces"].is_boolean())
+    cfg->clean_up_spaces = c["clean_up_tokenization_spaces"].get<bool>();
   if (c.contains("chat_template")) {
     const json& t = c["chat_template"];
     if (t.is_string()) {

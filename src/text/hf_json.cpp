@@ -175,20 +175,34 @@ void apply_decoder(const json& j, Ctx& c, TokenizerConfig* cfg) {
   } else if (t == "WordPiece") {
     cfg->piece_mode = PieceMode::WordPiece;
     cfg->wpm_continuing_prefix = j.contains("prefix") && j["prefix"].is_string() ? j["prefix"].get<std::string>() : "##";
+    cfg->wpm_cleanup = flag(j, "cleanup", true);
     cfg->decode_strip_leading_space = true;
+  } else if (t == "BPEDecoder") {
+    cfg->piece_mode = PieceMode::Raw;
+    cfg->bpe_decoder_suffix = j.contains("suffix") && j["suffix"].is_string() ? j["suffix"].get<std::string>() : "</w>";
   } else if (t == "Sequence") {
     if (!j.contains("decoders") || !j["decoders"].is_array()) fail("{}: decoder.decoders is not an array", c.path);
     for (const auto& d : j["decoders"]) {
       const std::string dt = type_of(d, c, "decoder.decoders[]");
-      if (dt == "Replace" && d.contains("content") && d["content"] == " ") {
+      if (dt == "Replace") {
+        bool re = false;
+        const std::string p = d.contains("pattern") ? pattern_of(d["pattern"], c, "decoder.decoders[]", &re) : "";
+        if (re || p != "\xE2\x96\x81" || !d.contains("content") || d["content"] != " ")
+          fail("{}: decoder Replace '{}' -> {} is not supported (only U+2581 -> \" \")", c.path, p,
+               d.contains("content") ? d["content"].dump() : "nothing");
         cfg->piece_mode = PieceMode::SpaceMarker;
       } else if (dt == "Strip") {
         if (d.value("start", 0) > 0) cfg->decode_strip_leading_space = true;
-      } else if (dt == "ByteLevel" || dt == "Metaspace" || dt == "WordPiece") {
+      } else if (dt == "ByteLevel" || dt == "Metaspace" || dt == "WordPiece" || dt == "BPEDecoder") {
         apply_decoder(d, c, cfg);
+      } else if (dt != "ByteFallback" && dt != "Fuse") {  // these two are how every decode works
+        fail("{}: decoder type '{}' in decoder.decoders is not supported", c.path, dt);
       }
-      // ByteFallback and Fuse are how every decode works here.
     }
+  } else if (t == "Replace" || t == "Strip" || t == "ByteFallback" || t == "Fuse") {
+    apply_decoder(json{{"type", "Sequence"}, {"decoders", json::array({j})}}, c, cfg);
+  } else {
+    fail("{}: decoder type '{}' is not supported", c.path, t);
   }
 }
 
@@ -325,6 +339,7 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer_json(const std::string& path, const
       a.lstrip = flag(e, "lstrip", false);
       a.rstrip = flag(e, "rstrip", false);
       a.single_word = flag(e, "single_word", false);
+      a.normalized = flag(e, "normalized", !a.special);
       add_added_token(&cfg, a, path);
     }
   }

@@ -42,6 +42,21 @@ StreamDecoder::StreamDecoder(const Tokenizer& tok) : tok_(tok) {}
 // everything returned equals the whole decode.
 std::string StreamDecoder::push(TokenId id) {
   if (tok_.is_control(id)) return {};
+  if (tok_.decode_is_contextual()) {
+    // Decode everything and return what can no longer change: all but the last kHold bytes
+    // (a clean-up rule spans at most 4 bytes, an invalid UTF-8 tail at most 3 U+FFFD, the
+    // BPEDecoder's dropped space 1), cut at a character boundary.
+    constexpr size_t kHold = 12;
+    tok_.token_to_piece(id);  // throws for a bad id
+    ids_.push_back(id);
+    const std::string text = tok_.decode(ids_, /*skip_special=*/true);
+    size_t cut = text.size() > kHold ? text.size() - kHold : 0;
+    while (cut > 0 && (uint8_t(text[cut]) & 0xC0) == 0x80) --cut;
+    if (cut <= contextual_emitted_) return {};
+    std::string out = text.substr(contextual_emitted_, cut - contextual_emitted_);
+    contextual_emitted_ = cut;
+    return out;
+  }
   std::string piece = tok_.token_to_piece(id);
   if (piece.empty()) return {};
   if (emitted_ == 0 && pending_.empty() && tok_.decode_strips_leading_space() && piece[0] == ' ') {
@@ -60,6 +75,12 @@ std::string StreamDecoder::push(TokenId id) {
 }
 
 std::string StreamDecoder::flush() {
+  if (tok_.decode_is_contextual()) {
+    const std::string text = tok_.decode(ids_, /*skip_special=*/true);
+    std::string out = contextual_emitted_ < text.size() ? text.substr(contextual_emitted_) : "";
+    contextual_emitted_ = text.size();
+    return out;
+  }
   std::string out = utf8_lossy(pending_);
   pending_.clear();
   return out;

@@ -59,6 +59,10 @@ class Tokenizer {
   // True when decode() drops one leading space (SentencePiece's dummy prefix); StreamDecoder
   // does the same.
   virtual bool decode_strips_leading_space() const { return false; }
+  // True when a token's decoded text depends on the tokens after it (Hugging Face's BPEDecoder
+  // drops the last token's word-end space; clean_up_tokenization_spaces joins " ." etc.), so
+  // StreamDecoder must decode the whole sequence and hold back the tail that may still change.
+  virtual bool decode_is_contextual() const { return false; }
 };
 
 // Incremental detokenization for streaming: push ids, get back only complete UTF-8 text.
@@ -77,6 +81,7 @@ class StreamDecoder {
   std::vector<TokenId> ids_;
   std::string pending_;
   size_t emitted_ = 0;
+  size_t contextual_emitted_ = 0;  // bytes of decode(ids_) returned so far (contextual decode)
 };
 
 }  // namespace ignis::text

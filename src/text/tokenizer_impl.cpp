@@ -19,6 +19,21 @@ namespace ignis::text {
 
 namespace {
 
+// Every non-overlapping occurrence of `from` (left to right) replaced by `to`, like Python's
+// str.replace and Rust's String::replace.
+std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
+  if (from.empty()) return std::string(s);
+  std::string r;
+  r.reserve(s.size());
+  size_t pos = 0;
+  for (size_t hit; (hit = s.find(from, pos)) != std::string_view::npos; pos = hit + from.size()) {
+    r.append(s.substr(pos, hit - pos));
+    r.append(to);
+  }
+  r.append(s.substr(pos));
+  return r;
+}
+
 bool is_space_byte(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 class TokenizerImpl final : public Tokenizer {
@@ -46,6 +61,9 @@ class TokenizerImpl final : public Tokenizer {
   }
   std::string chat_template() const override { return cfg_.chat_template; }
   bool decode_strips_leading_space() const override { return cfg_.decode_strip_leading_space; }
+  bool decode_is_contextual() const override {
+    return !cfg_.bpe_decoder_suffix.empty() || cfg_.clean_up_spaces;
+  }
 
  private:
   struct Fragment {
@@ -57,10 +75,15 @@ class TokenizerImpl final : public Tokenizer {
     if (id < 0 || id >= n_vocab())
       fail("{}: token id {} is out of range [0, {})", cfg_.source, id, n_vocab());
   }
-  void partition(std::string_view text, bool parse_special, std::vector<Fragment>* out) const;
-  void encode_text(std::string_view frag, bool at_start, bool after_special,
+  using AddedTable = std::vector<std::vector<uint32_t>>;
+  void partition(std::string_view text, bool parse_special, const AddedTable& table,
+                 std::vector<Fragment>* out) const;
+  void encode_text(std::string_view frag, bool at_start, bool after_special, bool normalized,
                    WordCache* cache,
                    std::vector<TokenId>* out) const;
+  std::string normalize(std::string_view s) const {
+    return cfg_.normalizer.empty() ? std::string(s) : cfg_.normalizer.apply(s);
+  }
 
   TokenizerConfig cfg_;
   TokenMap map_;
@@ -70,8 +93,12 @@ class TokenizerImpl final : public Tokenizer {
   std::optional<SpmModel> spm_;
   std::optional<BpeModel> bpe_;
   std::optional<WpmModel> wpm_;
-  // Added tokens by first byte, longest first.
-  std::vector<std::vector<uint32_t>> added_by_byte_;
+  // Added tokens (indices into cfg_.added) by the first byte of the text they match, longest
+  // first: non-normalized ones (matched in the raw text) and normalized ones (matched in the
+  // normalized text).
+  AddedTable added_by_byte_, norm_added_by_byte_;
+  std::vector<std::string> added_match_;  // per added token: content, normalized if `normalized`
+  bool has_norm_added_ = false;
 };
 
 TokenizerImpl::TokenizerImpl(TokenizerConfig cfg) : cfg_(std::move(cfg)) {
@@ -124,7 +151,7 @@ TokenizerImpl::TokenizerImpl(TokenizerConfig cfg) : cfg_(std::move(cfg)) {
       case TokenType::UserDefined: p = t.text; break;
       default:
         if (cfg_.piece_mode == PieceMode::Raw) {
-          p = t.text;
+          p = cfg_.bpe_decoder_suffix.empty() ? t.text : replace_all(t.text, cfg_.bpe_decoder_suffix, " ");
         } else if (cfg_.piece_mode == PieceMode::SpaceMarker) {
           p.clear();
           for (size_t k = 0; k < t.text.size();) {
@@ -146,6 +173,7 @@ TokenizerImpl::TokenizerImpl(TokenizerConfig cfg) : cfg_(std::move(cfg)) {
             p = t.text;
           else
             p = " " + t.text;
+          if (cfg_.wpm_cleanup) p = clean_up_tokenization(std::move(p));
         }
     }
   }
@@ -156,13 +184,20 @@ TokenizerImpl::TokenizerImpl(TokenizerConfig cfg) : cfg_(std::move(cfg)) {
     if (id >= 0 && id < TokenId(n)) eog_.insert(id);
 
   added_by_byte_.resize(256);
-  for (uint32_t i = 0; i < cfg_.added.size(); ++i)
-    if (!cfg_.added[i].content.empty())
-      added_by_byte_[uint8_t(cfg_.added[i].content[0])].push_back(i);
-  for (auto& v : added_by_byte_)
-    std::stable_sort(v.begin(), v.end(), [&](uint32_t a, uint32_t b) {
-      return cfg_.added[a].content.size() > cfg_.added[b].content.size();
-    });
+  norm_added_by_byte_.resize(256);
+  added_match_.resize(cfg_.added.size());
+  for (uint32_t i = 0; i < cfg_.added.size(); ++i) {
+    const AddedToken& a = cfg_.added[i];
+    added_match_[i] = a.normalized ? normalize(a.content) : a.content;
+    if (added_match_[i].empty()) continue;
+    (a.normalized ? norm_added_by_byte_ : added_by_byte_)[uint8_t(added_match_[i][0])].push_back(i);
+    has_norm_added_ = has_norm_added_ || a.normalized;
+  }
+  for (AddedTable* table : {&added_by_byte_, &norm_added_by_byte_})
+    for (auto& v : *table)
+      std::stable_sort(v.begin(), v.end(), [&](uint32_t a, uint32_t b) {
+        return added_match_[a].size() > added_match_[b].size();
+      });
 
   switch (cfg_.kind) {
     case ModelKind::Spm: spm_.emplace(cfg_, map_); break;
@@ -171,10 +206,12 @@ TokenizerImpl::TokenizerImpl(TokenizerConfig cfg) : cfg_(std::move(cfg)) {
   }
 }
 
-// NOTE: special tokens are found leftmost-longest in one scan (as Hugging Face's added-token
-// matcher does); control/unknown tokens only when parse_special (as llama.cpp), user-defined ones
-// always. lstrip/rstrip eat whitespace next to the token.
-void TokenizerImpl::partition(std::string_view text, bool parse_special,
+// NOTE: added tokens of one table are found leftmost-longest in one scan (as Hugging Face's
+// added-token matcher does); control/unknown tokens only when parse_special (as llama.cpp),
+// user-defined ones always. lstrip/rstrip eat whitespace next to the token. encode() runs this on
+// the raw text with the non-normalized tokens, then on each normalized remainder with the
+// normalized ones (Hugging Face's AddedVocabulary order).
+void TokenizerImpl::partition(std::string_view text, bool parse_special, const AddedTable& table,
                               std::vector<Fragment>* out) const {
   uint32_t start = 0;  // start of the pending text fragment
   size_t i = 0;
@@ -184,15 +221,18 @@ void TokenizerImpl::partition(std::string_view text, bool parse_special,
     return c >= 0x80 || std::isalnum(c) || c == '_';
   };
   while (i < text.size()) {
-    const auto& cands = added_by_byte_[uint8_t(text[i])];
+    const auto& cands = table[uint8_t(text[i])];
     const AddedToken* hit = nullptr;
+    size_t hit_len = 0;
     for (uint32_t k : cands) {
       const AddedToken& a = cfg_.added[k];
+      const std::string& m = added_match_[k];
       if (a.special && !parse_special) continue;
-      if (text.compare(i, a.content.size(), a.content) != 0) continue;
-      if (a.single_word && ((i > 0 && word_char(i - 1)) || word_char(i + a.content.size())))
+      if (text.compare(i, m.size(), m) != 0) continue;
+      if (a.single_word && ((i > 0 && word_char(i - 1)) || word_char(i + m.size())))
         continue;
       hit = &a;
+      hit_len = m.size();
       break;
     }
     if (!hit) {
@@ -203,8 +243,8 @@ void TokenizerImpl::partition(std::string_view text, bool parse_special,
     if (hit->lstrip)
       while (left_end > start && is_space_byte(text[left_end - 1])) --left_end;
     if (left_end > start) out->push_back({false, -1, start, uint32_t(left_end)});
-    out->push_back({true, hit->id, uint32_t(i), uint32_t(i + hit->content.size())});
-    i += hit->content.size();
+    out->push_back({true, hit->id, uint32_t(i), uint32_t(i + hit_len)});
+    i += hit_len;
     if (hit->rstrip)
       while (i < text.size() && is_space_byte(text[i])) ++i;
     start = uint32_t(i);
@@ -213,12 +253,12 @@ void TokenizerImpl::partition(std::string_view text, bool parse_special,
 }
 
 void TokenizerImpl::encode_text(std::string_view frag, bool at_start, bool after_special,
-                                WordCache* cache,
+                                bool normalized, WordCache* cache,
                                 std::vector<TokenId>* out) const {
   if (cfg_.kind == ModelKind::Spm) {
     std::string s;
     if (cfg_.add_space_prefix && (at_start || after_special)) s = " ";
-    s += cfg_.normalizer.empty() ? std::string(frag) : cfg_.normalizer.apply(frag);
+    s += normalized ? std::string(frag) : normalize(frag);
     if (cfg_.escape_whitespace) {
       std::string e;
       e.reserve(s.size() + 16);
@@ -231,7 +271,7 @@ void TokenizerImpl::encode_text(std::string_view frag, bool at_start, bool after
     spm_->encode(s, out);
     return;
   }
-  std::string norm = cfg_.normalizer.empty() ? std::string(frag) : cfg_.normalizer.apply(frag);
+  std::string norm = normalized ? std::string(frag) : normalize(frag);
   Words words;
   if (cfg_.pretokenizer.empty()) {
     words.text = std::move(norm);
@@ -274,17 +314,37 @@ std::vector<TokenId> TokenizerImpl::encode(std::string_view raw, bool add_specia
     else if (cfg_.add_bos && cfg_.bos >= 0) out.push_back(cfg_.bos);
   }
   std::vector<Fragment> frags;
-  partition(raw, parse_special, &frags);
+  partition(raw, parse_special, added_by_byte_, &frags);
   WordCache cache;
   bool after_special = false;
+  std::vector<Fragment> sub;
   for (const Fragment& f : frags) {
     if (f.is_token) {
       out.push_back(f.id);
       after_special = true;
       continue;
     }
-    encode_text(raw.substr(f.begin, f.end - f.begin), f.begin == 0, after_special, &cache, &out);
-    after_special = false;
+    const std::string_view piece = raw.substr(f.begin, f.end - f.begin);
+    if (!has_norm_added_) {
+      encode_text(piece, f.begin == 0, after_special, false, &cache, &out);
+      after_special = false;
+      continue;
+    }
+    // Hugging Face's order: normalize what the raw added tokens left, then take the normalized
+    // added tokens out of it; the rest goes to the pre-tokenizer and the model as it is.
+    const std::string norm = normalize(piece);
+    sub.clear();
+    partition(norm, parse_special, norm_added_by_byte_, &sub);
+    for (const Fragment& g : sub) {
+      if (g.is_token) {
+        out.push_back(g.id);
+        after_special = true;
+        continue;
+      }
+      encode_text(std::string_view(norm).substr(g.begin, g.end - g.begin), f.begin == 0 && g.begin == 0,
+                  after_special, true, &cache, &out);
+      after_special = false;
+    }
   }
   if (add_special) {
     if (cfg_.has_template) out.insert(out.end(), cfg_.template_suffix.begin(), cfg_.template_suffix.end());
@@ -300,16 +360,37 @@ std::string TokenizerImpl::token_to_piece(TokenId id) const {
 
 std::string TokenizerImpl::decode(const std::vector<TokenId>& ids, bool skip_special) const {
   std::string s;
+  TokenId last = -1;
+  size_t last_at = 0;
   for (TokenId id : ids) {
     check_id(id);
     if (skip_special && is_control(id)) continue;
+    last = id;
+    last_at = s.size();
     s += pieces_[size_t(id)];
   }
+  // BPEDecoder: the last token's end-of-word suffix becomes "" instead of a space.
+  if (last >= 0 && !cfg_.bpe_decoder_suffix.empty() && cfg_.piece_mode == PieceMode::Raw &&
+      cfg_.tokens[size_t(last)].type == TokenType::Normal &&
+      cfg_.tokens[size_t(last)].text.find(cfg_.bpe_decoder_suffix) != std::string::npos) {
+    s.resize(last_at);
+    s += replace_all(cfg_.tokens[size_t(last)].text, cfg_.bpe_decoder_suffix, "");
+  }
   if (cfg_.decode_strip_leading_space && !s.empty() && s[0] == ' ') s.erase(0, 1);
-  return utf8_valid(s) ? s : utf8_lossy(s);
+  if (!utf8_valid(s)) s = utf8_lossy(s);
+  if (cfg_.clean_up_spaces) s = clean_up_tokenization(std::move(s));
+  return s;
 }
 
 }  // namespace
+
+std::string clean_up_tokenization(std::string s) {
+  static const std::pair<const char*, const char*> kRules[] = {
+      {" .", "."},     {" ?", "?"},     {" !", "!"},     {" ,", ","},     {" ' ", "'"},
+      {" n't", "n't"}, {" 'm", "'m"},   {" 's", "'s"},   {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : kRules) s = replace_all(s, from, to);
+  return s;
+}
 
 std::unique_ptr<Tokenizer> make_tokenizer(TokenizerConfig cfg) {
   return std::make_unique<TokenizerImpl>(std::move(cfg));

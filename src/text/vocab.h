@@ -35,6 +35,9 @@ struct AddedToken {
   std::string content;
   bool special = true;  // matched only when parse_special (control/unknown); else always
   bool lstrip = false, rstrip = false, single_word = false;
+  // Hugging Face's `normalized`: matched against the normalized text (its content normalized
+  // too) after the non-normalized added tokens were taken out of the raw text.
+  bool normalized = false;
 };
 
 struct TokenizerConfig {
@@ -75,8 +78,21 @@ struct TokenizerConfig {
 
   PieceMode piece_mode = PieceMode::Raw;
   bool decode_strip_leading_space = false;
+  // Hugging Face BPEDecoder: this suffix becomes a space in every normal token, "" in the last
+  // decoded token (so no trailing space).
+  std::string bpe_decoder_suffix;
+  // Hugging Face WordPiece decoder `cleanup`: clean_up_tokenization() on each decoded token.
+  bool wpm_cleanup = false;
+  // tokenizer_config.json clean_up_tokenization_spaces: clean_up_tokenization() on the decoded
+  // text (transformers' decode).
+  bool clean_up_spaces = false;
   std::string chat_template;
 };
+
+// transformers' clean_up_tokenization: " ." -> ".", " ?" -> "?", " !" -> "!", " ," -> ",",
+// " ' " -> "'", " n't" -> "n't", " 'm" -> "'m", " 's" -> "'s", " 've" -> "'ve", " 're" -> "'re",
+// each replacement over the whole string, in that order.
+std::string clean_up_tokenization(std::string s);
 
 // Validates the config (ids in range, merges resolvable) and builds the tokenizer.
 std::unique_ptr<Tokenizer> make_tokenizer(TokenizerConfig cfg);
