@@ -362,12 +362,23 @@ std::string TokenizerImpl::decode(const std::vector<TokenId>& ids, bool skip_spe
   std::string s;
   TokenId last = -1;
   size_t last_at = 0;
+  bool first = true;
   for (TokenId id : ids) {
     check_id(id);
     if (skip_special && is_control(id)) continue;
     last = id;
     last_at = s.size();
-    s += pieces_[size_t(id)];
+    const auto& t = cfg_.tokens[size_t(id)];
+    // NOTE: Hugging Face's WordPiece decoder leaves the first token as it is: a leading continuation
+    // piece keeps its "##".
+    if (first && cfg_.piece_mode == PieceMode::WordPiece && t.type == TokenType::Normal &&
+        !cfg_.wpm_continuing_prefix.empty() &&
+        t.text.compare(0, cfg_.wpm_continuing_prefix.size(), cfg_.wpm_continuing_prefix) == 0) {
+      s += cfg_.wpm_cleanup ? clean_up_tokenization(t.text) : t.text;
+    } else {
+      s += pieces_[size_t(id)];
+    }
+    first = false;
   }
   // BPEDecoder: the last token's end-of-word suffix becomes "" instead of a space.
   if (last >= 0 && !cfg_.bpe_decoder_suffix.empty() && cfg_.piece_mode == PieceMode::Raw &&

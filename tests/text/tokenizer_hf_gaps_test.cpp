@@ -152,6 +152,9 @@ TEST(HfGaps, WordPieceDecoderCleanup) {
   EXPECT_EQ(clean->decode({7, 4, 6}), "it 's");
   EXPECT_EQ(clean->decode({3, 4, 5}), "don ' t");
   EXPECT_EQ(clean->encode("hello.", false, false), (std::vector<TokenId>{1, 2}));
+  // The first token is left as it is, "##" included (tokenizers' WordPiece decoder skips token 0).
+  EXPECT_EQ(plain->decode({6, 1}), "##s hello");
+  EXPECT_EQ(plain->decode({1, 6}), "hellos");
 }
 
 TEST(HfGaps, CleanUpTokenizationSpacesFromConfig) {
