@@ -192,7 +192,12 @@ void apply_decoder(const json& j, Ctx& c, TokenizerConfig* cfg) {
                d.contains("content") ? d["content"].dump() : "nothing");
         cfg->piece_mode = PieceMode::SpaceMarker;
       } else if (dt == "Strip") {
-        if (d.value("start", 0) > 0) cfg->decode_strip_leading_space = true;
+        // NOTE: the form Hugging Face's files use (Llama, Mistral): after Fuse, drop one leading space.
+        const int start = d.value("start", 0), stop = d.value("stop", 0);
+        if (d.value("content", std::string(" ")) != " " || start > 1 || start < 0 || stop != 0)
+          fail("{}: decoder Strip (content {}, start {}, stop {}) is not supported (only one leading space)", c.path,
+               d.contains("content") ? d["content"].dump() : "\" \"", start, stop);
+        if (start > 0) cfg->decode_strip_leading_space = true;
       } else if (dt == "ByteLevel" || dt == "Metaspace" || dt == "WordPiece" || dt == "BPEDecoder") {
         apply_decoder(d, c, cfg);
       } else if (dt != "ByteFallback" && dt != "Fuse") {  // these two are how every decode works
