@@ -90,6 +90,20 @@ class PullStream final : public Stream {
   bool done_ = false;
 };
 
+// The public request parameters as the sampler takes them (seed and bans are added per request).
+sample::SamplingParams to_sample_params(const SamplingParams& p) {
+  sample::SamplingParams sp;
+  sp.temperature = p.temperature;
+  sp.top_k = p.top_k;
+  sp.top_p = p.top_p;
+  sp.min_p = p.min_p;
+  sp.repeat_penalty = p.repetition_penalty;
+  sp.presence_penalty = p.presence_penalty;
+  sp.frequency_penalty = p.frequency_penalty;
+  sp.logit_bias = p.logit_bias;
+  return sp;
+}
+
 uint64_t free_memory_bytes() {
   struct sysinfo si {};
   if (sysinfo(&si) != 0) return 0;
@@ -229,31 +243,14 @@ void LlmEngine::validate(const std::vector<TokenId>& prompt, const SamplingParam
   if (int64_t(prompt.size()) + p.max_tokens > info_.n_ctx)
     fail("context_length_exceeded: this model's maximum context length is {} tokens, but {} were requested "
          "({} in the prompt, {} to generate)", info_.n_ctx, prompt.size() + p.max_tokens, prompt.size(), p.max_tokens);
-  sample::SamplingParams sp;
-  sp.temperature = p.temperature;
-  sp.top_k = p.top_k;
-  sp.top_p = p.top_p;
-  sp.min_p = p.min_p;
-  sp.repeat_penalty = p.repetition_penalty;
-  sp.presence_penalty = p.presence_penalty;
-  sp.frequency_penalty = p.frequency_penalty;
-  sp.logit_bias = p.logit_bias;
-  sp.validate(int32_t(info_.n_vocab));
+  to_sample_params(p).validate(int32_t(info_.n_vocab));
 }
 
 RequestId LlmEngine::submit(std::vector<TokenId> prompt, const SamplingParams& p, ChunkCallback cb) {
   validate(prompt, p);
   auto r = std::make_shared<Req>();
   r->params = p;
-  sample::SamplingParams sp;
-  sp.temperature = p.temperature;
-  sp.top_k = p.top_k;
-  sp.top_p = p.top_p;
-  sp.min_p = p.min_p;
-  sp.repeat_penalty = p.repetition_penalty;
-  sp.presence_penalty = p.presence_penalty;
-  sp.frequency_penalty = p.frequency_penalty;
-  sp.logit_bias = p.logit_bias;
+  sample::SamplingParams sp = to_sample_params(p);
   sp.seed = p.seed ? *p.seed : std::random_device{}();
   // Rows past the tokenizer's vocabulary pad the output matrix (Qwen2.5: 151936 rows, 151665 tokens):
   // they have no text, so they are never sampled.
