@@ -238,6 +238,14 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
   return f;
 }
 
+void GgufFile::release_pages(const void* p, size_t n) const {
+  const auto b = reinterpret_cast<uintptr_t>(p), m = reinterpret_cast<uintptr_t>(map_);
+  if (!map_ || b < m || n > map_size_ || b - m > map_size_ - n) return;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (b + page - 1) / page * page, hi = (b + n) / page * page;
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 std::unique_ptr<GgufFile> GgufFile::from_memory(const void* data, size_t size, const std::string& name) {
   std::unique_ptr<GgufFile> f(new GgufFile());
   f->path_ = name;
@@ -246,6 +254,59 @@ std::unique_ptr<GgufFile> GgufFile::from_memory(const void* data, size_t size, c
     f->owned_.assign(p, p + size);
   }
   f->parse(f->owned_.data(), f->owned_.size());
+  return f;
+}
+
+// NOTE: the checks are those parse() makes on a tensor info, except the data-section ones (offsets,
+// overlap), which have no meaning here; in their place each data pointer must be set and suit its
+// type's element size.
+std::unique_ptr<GgufFile> GgufFile::from_parts(const std::string& name,
+                                               std::vector<std::pair<std::string, Value>> kv,
+                                               std::vector<TensorInfo> tensors,
+                                               std::shared_ptr<const void> keep_alive) {
+  std::unique_ptr<GgufFile> f(new GgufFile());
+  f->path_ = name;
+  f->version_ = 3;
+  f->keep_alive_ = std::move(keep_alive);
+  if (kv.size() > kMaxKeys) fail("{}: metadata count {} is over the limit of {}", name, kv.size(), kMaxKeys);
+  if (tensors.size() > kMaxTensors)
+    fail("{}: tensor count {} is over the limit of {}", name, tensors.size(), kMaxTensors);
+  for (auto& [key, v] : kv) {
+    if (key.empty()) fail("{}: metadata key #{} has an empty name", name, f->kv_.size());
+    if (f->kv_index_.count(key)) fail("{}: duplicate metadata key {}", name, printable_name(key));
+    f->kv_index_.emplace(key, f->kv_.size());
+    f->kv_.emplace_back(std::move(key), std::move(v));
+  }
+  for (TensorInfo& ti : tensors) {
+    if (ti.name.empty()) fail("{}: tensor #{} has an empty name", name, f->tensors_.size());
+    const std::string what = "tensor " + printable_name(ti.name);
+    if (f->tensor_index_.count(ti.name)) fail("{}: duplicate {}", name, what);
+    if (ti.shape.empty() || ti.shape.size() > kMaxDims)
+      fail("{}: {} has {} dimensions, expected 1 to {}", name, what, ti.shape.size(), kMaxDims);
+    uint64_t n_el = 1;
+    for (size_t d = 0; d < ti.shape.size(); ++d) {
+      if (ti.shape[d] <= 0) fail("{}: {} has a dimension {} of size {}", name, what, d, ti.shape[d]);
+      if (mul_overflows(n_el, static_cast<uint64_t>(ti.shape[d]), &n_el) ||
+          n_el > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        fail("{}: {} has too many elements (shape overflows 63 bits)", name, what);
+    }
+    const DTypeTraits* tr = dtype_traits(ti.type);
+    if (!tr) fail("{}: {} has unknown type id {}", name, what, static_cast<uint32_t>(ti.type));
+    if (ti.shape[0] % tr->block_size != 0)
+      fail("{}: {} of type {} has rows of {} elements, not a multiple of the block size {}", name, what, tr->name,
+           ti.shape[0], tr->block_size);
+    const uint64_t bytes = n_el / static_cast<uint64_t>(tr->block_size) * tr->block_bytes;
+    if (ti.n_bytes != bytes)
+      fail("{}: {} has shape {} ({}) and {} bytes, expected {}", name, what, format_shape(ti.shape), tr->name,
+           ti.n_bytes, bytes);
+    if (!ti.data) fail("{}: {} has no data", name, what);
+    const size_t el = tr->is_quantized ? 1 : tr->block_bytes;
+    if (reinterpret_cast<uintptr_t>(ti.data) % el != 0)
+      fail("{}: {} data is not aligned to its element size {}", name, what, el);
+    ti.offset = 0;
+    f->tensor_index_.emplace(ti.name, f->tensors_.size());
+    f->tensors_.push_back(std::move(ti));
+  }
   return f;
 }
 

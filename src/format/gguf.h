@@ -13,6 +13,11 @@
 // memory to alignment() (up to the page size: the mapping is page-aligned); from_memory() copies
 // into a heap buffer, so there only the offsets are aligned.
 //
+// from_parts() builds a GgufFile in memory from metadata and tensor infos whose data lives elsewhere
+// (e.g. a Hugging Face folder's safetensors mapping, hf_load.h): it validates what open() validates
+// about names, shapes, types and byte sizes, and keeps the memory alive through a shared_ptr. Its
+// tensor data is aligned to the element size at least (callers guarantee it; checked), not to 32.
+//
 // Shapes use ggml's order: shape[0] is the row length (contiguous), shape[1] the number of rows, ...
 #pragma once
 
@@ -69,6 +74,11 @@ class GgufFile {
   static std::unique_ptr<GgufFile> open(const std::string& path);
   // Same, over bytes owned by the caller (used by the fuzzer and tests); `name` is used in messages.
   static std::unique_ptr<GgufFile> from_memory(const void* data, size_t size, const std::string& name);
+  // A GgufFile over metadata and tensors held elsewhere: each TensorInfo needs name, type, shape,
+  // n_bytes and data (offset is ignored); `keep_alive` owns the memory the data pointers point into.
+  // `name` is path() and is used in messages. Throws Error naming the key/tensor and the problem.
+  static std::unique_ptr<GgufFile> from_parts(const std::string& name, std::vector<std::pair<std::string, Value>> kv,
+                                              std::vector<TensorInfo> tensors, std::shared_ptr<const void> keep_alive);
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
@@ -101,6 +111,11 @@ class GgufFile {
   // The value of `key`; throws "<file>: metadata key <key> is missing".
   const Value& require(std::string_view key) const;
 
+  // Drops the pages wholly inside [p, p + n) from this process's resident memory when they belong to
+  // the file's own mapping (open()); a later read faults them back from the file. For memory the
+  // GgufFile does not map itself it does nothing. Used after a tensor was copied (e.g. repacked).
+  void release_pages(const void* p, size_t n) const;
+
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;
   // Required tensors: throw "<file>: tensor <name> is missing" and, given a shape (ggml order),
@@ -123,6 +138,7 @@ class GgufFile {
   void* map_ = nullptr;
   size_t map_size_ = 0;
   std::vector<uint8_t> owned_;  // for from_memory
+  std::shared_ptr<const void> keep_alive_;  // for from_parts
 };
 
 // Writes GGUF v3 files. Metadata and tensor infos are written in insertion order; tensor data is
@@ -143,6 +159,9 @@ class GgufWriter {
   void set_bool(const std::string& key, bool v);
   void set_string(const std::string& key, const std::string& v);
   void set_array(const std::string& key, const Value& array_value);  // type must be ARRAY
+  void set_value(const std::string& key, Value v) { set(key, std::move(v)); }  // any type, as read
+  // The metadata set so far, in insertion order.
+  const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }
   void set_string_array(const std::string& key, const std::vector<std::string>& v);
   void set_f32_array(const std::string& key, const std::vector<float>& v);
   void set_i32_array(const std::string& key, const std::vector<int32_t>& v);

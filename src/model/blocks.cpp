@@ -83,6 +83,30 @@ void linear(ThreadPool& pool, const cpu::WeightView& w, const float* b, const fl
   }
 }
 
+void linear_parts(ThreadPool& pool, const cpu::WeightView& fused, std::initializer_list<Proj> parts, const float* x,
+                  int64_t n_tokens) {
+  if (!fused.data) {
+    for (const Proj& p : parts) linear(pool, *p.w, p.b, x, n_tokens, p.y);
+    return;
+  }
+  thread_local std::vector<float> tmp;
+  tmp.resize(static_cast<size_t>(n_tokens * fused.n_out));
+  cpu::matmul(pool, fused, x, n_tokens, tmp.data());
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* src = tmp.data() + t * fused.n_out;
+    for (const Proj& p : parts) {
+      const int64_t n = p.w->n_out;
+      float* dst = p.y + t * n;
+      if (p.b) {
+        for (int64_t i = 0; i < n; ++i) dst[i] = src[i] + p.b[i];
+      } else {
+        std::copy(src, src + n, dst);
+      }
+      src += n;
+    }
+  }
+}
+
 void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
@@ -257,8 +281,7 @@ void attention_batch(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t i
 
 void swiglu_ffn(ThreadPool& pool, const FfnWeights& w, const float* x, int64_t n_tokens, float* gate_buf,
                 float* up_buf, float* out) {
-  linear(pool, w.gate, w.gate_b, x, n_tokens, gate_buf);
-  linear(pool, w.up, w.up_b, x, n_tokens, up_buf);
+  linear_parts(pool, w.gate_up, {{&w.gate, w.gate_b, gate_buf}, {&w.up, w.up_b, up_buf}}, x, n_tokens);
   const int64_t n = n_tokens * w.gate.n_out;
   parallel_for(pool, n, 1 << 14, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {

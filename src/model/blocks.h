@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <vector>
 
@@ -22,6 +23,18 @@ void rms_norm(ThreadPool& pool, const float* x, const float* w, int64_t n_rows, 
 
 // y = x W^T + b    x: [n_tokens, w.n_in], y: [n_tokens, w.n_out], b: [w.n_out] or nullptr.
 void linear(ThreadPool& pool, const cpu::WeightView& w, const float* b, const float* x, int64_t n_tokens, float* y);
+
+// One output of linear_parts: y = x W^T + b  (y: [n_tokens, w->n_out], b optional).
+struct Proj {
+  const cpu::WeightView* w;
+  const float* b;
+  float* y;
+};
+// Several projections of the same input x: one matmul over `fused` (the rows of every part's weight in
+// order, ModelLoader::fuse) split into the parts' outputs when fused.data is set, else one matmul per
+// part. Both give identical results (each output row is the same dot product).
+void linear_parts(ThreadPool& pool, const cpu::WeightView& fused, std::initializer_list<Proj> parts, const float* x,
+                  int64_t n_tokens);
 
 // y += x, n elements.
 void add_inplace(float* y, const float* x, int64_t n);
@@ -87,6 +100,7 @@ void attention_batch(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t i
 
 struct FfnWeights {
   cpu::WeightView gate, up, down;  // [n_embd, n_ff], [n_embd, n_ff], [n_ff, n_embd]
+  cpu::WeightView gate_up;         // gate and up fused (ModelLoader::fuse), or data == nullptr
   const float* gate_b = nullptr;   // optional biases
   const float* up_b = nullptr;
   const float* down_b = nullptr;

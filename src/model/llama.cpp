@@ -27,6 +27,7 @@ class LlamaModel final : public TransformerModel {
     cpu::WeightView wq;                // [n_embd, n_head * head_dim]
     cpu::WeightView wk;                // [n_embd, n_head_kv * head_dim]
     cpu::WeightView wv;                // [n_embd, n_head_kv * head_dim]
+    cpu::WeightView wqkv;              // q, k, v fused (ModelLoader::fuse), or data == nullptr
     cpu::WeightView wo;                // [n_head * head_dim, n_embd]
     const float* bq = nullptr;         // optional biases
     const float* bk = nullptr;
@@ -45,7 +46,7 @@ class LlamaModel final : public TransformerModel {
 };
 
 LlamaModel::LlamaModel(std::shared_ptr<const gguf::GgufFile> file) : TransformerModel(std::move(file)) {
-  ModelLoader ld(*file_, "llama");
+  ModelLoader ld(*file_, "llama", &packed_);
 
   // Hyperparameters: llama.{context_length, embedding_length, block_count, feed_forward_length,
   // attention.head_count, attention.head_count_kv, attention.layer_norm_rms_epsilon, rope.freq_base,
@@ -61,27 +62,29 @@ LlamaModel::LlamaModel(std::shared_ptr<const gguf::GgufFile> file) : Transformer
   // Tensor table.
   const int64_t n_embd = hp_.n_embd, n_ff = hp_.n_ff, n_vocab = hp_.n_vocab;
   const int64_t n_q = hp_.n_head * hp_.head_dim, n_kv = hp_.n_head_kv * hp_.head_dim;
-  tok_embd_ = ld.matrix("token_embd.weight", n_embd, n_vocab);
+  tok_embd_ = ld.matrix("token_embd.weight", n_embd, n_vocab, Need::kRequired, Pack::kNo);
   output_norm_ = ld.vector("output_norm.weight", n_embd);
   output_ = ld.matrix("output.weight", n_embd, n_vocab, Need::kOptional);
   hp_.tied_output = output_.data == nullptr;
-  if (hp_.tied_output) output_ = tok_embd_;
+  if (hp_.tied_output) output_ = ld.pack(tok_embd_);
   const float* rope_freqs = ld.vector("rope_freqs.weight", hp_.n_rot / 2, Need::kOptional);
   layers_.resize(hp_.n_layer);
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
     Layer& l = layers_[il];
     l.attn_norm = ld.vector(blk(il, "attn_norm.weight"), n_embd);
-    l.wq = ld.matrix(blk(il, "attn_q.weight"), n_embd, n_q);
-    l.wk = ld.matrix(blk(il, "attn_k.weight"), n_embd, n_kv);
-    l.wv = ld.matrix(blk(il, "attn_v.weight"), n_embd, n_kv);
+    l.wq = ld.matrix(blk(il, "attn_q.weight"), n_embd, n_q, Need::kRequired, Pack::kNo);
+    l.wk = ld.matrix(blk(il, "attn_k.weight"), n_embd, n_kv, Need::kRequired, Pack::kNo);
+    l.wv = ld.matrix(blk(il, "attn_v.weight"), n_embd, n_kv, Need::kRequired, Pack::kNo);
+    l.wqkv = ld.fuse({&l.wq, &l.wk, &l.wv});
     l.wo = ld.matrix(blk(il, "attn_output.weight"), n_q, n_embd);
     l.bq = ld.vector(blk(il, "attn_q.bias"), n_q, Need::kOptional);
     l.bk = ld.vector(blk(il, "attn_k.bias"), n_kv, Need::kOptional);
     l.bv = ld.vector(blk(il, "attn_v.bias"), n_kv, Need::kOptional);
     l.bo = ld.vector(blk(il, "attn_output.bias"), n_embd, Need::kOptional);
     l.ffn_norm = ld.vector(blk(il, "ffn_norm.weight"), n_embd);
-    l.ffn.gate = ld.matrix(blk(il, "ffn_gate.weight"), n_embd, n_ff);
-    l.ffn.up = ld.matrix(blk(il, "ffn_up.weight"), n_embd, n_ff);
+    l.ffn.gate = ld.matrix(blk(il, "ffn_gate.weight"), n_embd, n_ff, Need::kRequired, Pack::kNo);
+    l.ffn.up = ld.matrix(blk(il, "ffn_up.weight"), n_embd, n_ff, Need::kRequired, Pack::kNo);
+    l.ffn.gate_up = ld.fuse({&l.ffn.gate, &l.ffn.up});
     l.ffn.down = ld.matrix(blk(il, "ffn_down.weight"), n_ff, n_embd);
     l.ffn.gate_b = ld.vector(blk(il, "ffn_gate.bias"), n_ff, Need::kOptional);
     l.ffn.up_b = ld.vector(blk(il, "ffn_up.bias"), n_ff, Need::kOptional);
@@ -109,9 +112,8 @@ void LlamaModel::forward_ubatch(std::span<const SeqSpan> spans, std::span<const 
     rms_norm(pool, a.x.data(), l.attn_norm, n_tokens, n_embd, hp_.rms_eps, a.cur.data());
     dump.dump("attn_norm", d, a.cur.data(), n_tokens, n_embd);
 
-    linear(pool, l.wq, l.bq, a.cur.data(), n_tokens, a.q.data());
-    linear(pool, l.wk, l.bk, a.cur.data(), n_tokens, a.k.data());
-    linear(pool, l.wv, l.bv, a.cur.data(), n_tokens, a.v.data());
+    linear_parts(pool, l.wqkv, {{&l.wq, l.bq, a.q.data()}, {&l.wk, l.bk, a.k.data()}, {&l.wv, l.bv, a.v.data()}},
+                 a.cur.data(), n_tokens);
     dump.dump("Qcur", d, a.q.data(), n_tokens, n_q);
     dump.dump("Kcur", d, a.k.data(), n_tokens, n_kv);
     dump.dump("Vcur", d, a.v.data(), n_tokens, n_kv);

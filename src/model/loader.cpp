@@ -12,7 +12,8 @@ namespace ignis::model {
 
 std::string blk(int64_t il, std::string_view suffix) { return fmt::format("blk.{}.{}", il, suffix); }
 
-ModelLoader::ModelLoader(const gguf::GgufFile& file, std::string arch) : file_(file), arch_(std::move(arch)) {}
+ModelLoader::ModelLoader(const gguf::GgufFile& file, std::string arch, cpu::PackedStore* store)
+    : file_(file), arch_(std::move(arch)), store_(store) {}
 
 bool ModelLoader::has(std::string_view suffix) const { return file_.has(key(suffix)); }
 
@@ -172,7 +173,7 @@ void check_shape(const std::string& path, const gguf::TensorInfo& t, const std::
 
 }  // namespace
 
-cpu::WeightView ModelLoader::matrix(const std::string& name, int64_t n_in, int64_t n_out, Need need) {
+cpu::WeightView ModelLoader::matrix(const std::string& name, int64_t n_in, int64_t n_out, Need need, Pack pack) {
   const gguf::TensorInfo* t = find(name, need);
   if (!t) return {};
   check_shape(path(), *t, {n_in, n_out});
@@ -185,7 +186,30 @@ cpu::WeightView ModelLoader::matrix(const std::string& name, int64_t n_in, int64
          tr->name, tr->block_size);
   }
   count(*t);
-  return cpu::WeightView{t->type, t->data, n_in, n_out};
+  const cpu::WeightView v{t->type, t->data, n_in, n_out};
+  return pack == Pack::kYes ? this->pack(v) : v;
+}
+
+cpu::WeightView ModelLoader::fuse(std::initializer_list<cpu::WeightView*> parts) {
+  if (store_) {
+    std::vector<cpu::WeightView> views;
+    for (const cpu::WeightView* p : parts) views.push_back(*p);
+    const cpu::WeightView f = store_->add_fused(views);
+    if (f.data) {
+      for (const cpu::WeightView* p : parts)
+        file_.release_pages(p->data, row_bytes(p->type, p->n_in) * static_cast<size_t>(p->n_out));
+      return f;
+    }
+  }
+  for (cpu::WeightView* p : parts) *p = pack(*p);
+  return {};
+}
+
+cpu::WeightView ModelLoader::pack(const cpu::WeightView& w) {
+  if (!store_) return w;
+  const cpu::WeightView p = store_->add(w);
+  if (p.packed) file_.release_pages(w.data, row_bytes(w.type, w.n_in) * static_cast<size_t>(w.n_out));
+  return p;
 }
 
 const float* ModelLoader::vector(const std::string& name, int64_t n, Need need) {

@@ -8,21 +8,28 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "backend/cpu/ops.h"
+#include "backend/cpu/packed.h"
 #include "format/gguf.h"
 #include "model/model.h"
 
 namespace ignis::model {
 
 enum class Need { kRequired, kOptional };
+// Whether matrix() may repack a weight for the packed matmul kernels (backend/cpu/packed.h). Tensors
+// read row by row (get_row: the token embedding) stay unpacked.
+enum class Pack { kYes, kNo };
 
 class ModelLoader {
  public:
-  ModelLoader(const gguf::GgufFile& file, std::string arch);
+  // With a store, matrix() repacks the weights it can into it (the model owns the store) and releases
+  // the source pages of the mapping it no longer reads.
+  ModelLoader(const gguf::GgufFile& file, std::string arch, cpu::PackedStore* store = nullptr);
 
   const gguf::GgufFile& file() const { return file_; }
   const std::string& path() const { return file_.path(); }
@@ -46,7 +53,14 @@ class ModelLoader {
 
   // A matrix used through cpu::matmul / cpu::get_row: [n_in, n_out] of any float or quantized type.
   // Returns a view with data == nullptr when an optional tensor is absent.
-  cpu::WeightView matrix(const std::string& name, int64_t n_in, int64_t n_out, Need need = Need::kRequired);
+  cpu::WeightView matrix(const std::string& name, int64_t n_in, int64_t n_out, Need need = Need::kRequired,
+                         Pack pack = Pack::kYes);
+  // Matrices bound with Pack::kNo that multiply the same input (Q, K, V; gate, up): returns one packed
+  // matrix of all their rows when they can be packed together (and releases their pages), else packs
+  // each in place and returns a view with data == nullptr. Callers then use linear_parts (blocks.h).
+  cpu::WeightView fuse(std::initializer_list<cpu::WeightView*> parts);
+  // The packed form of an already bound weight (a tied output head shares token_embd's data), or w.
+  cpu::WeightView pack(const cpu::WeightView& w);
   // A 1-D f32 tensor of n elements (norm weights, biases, rope factors); nullptr when optional and absent.
   const float* vector(const std::string& name, int64_t n, Need need = Need::kRequired);
 
@@ -61,6 +75,7 @@ class ModelLoader {
 
   const gguf::GgufFile& file_;
   std::string arch_;
+  cpu::PackedStore* store_ = nullptr;
   std::vector<const gguf::TensorInfo*> bound_;
   uint64_t bytes_ = 0;
   uint64_t params_ = 0;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/ops.h"
+#include "backend/cpu/packed.h"
 #include "format/gguf.h"
 #include "model/blocks.h"
 #include "model/dump.h"
@@ -69,6 +70,7 @@ class TransformerModel : public Model {
                    const Dumper& dump) const;
 
   std::shared_ptr<const gguf::GgufFile> file_;
+  cpu::PackedStore packed_;  // repacked copies of the matrices (ModelLoader::matrix), if any
   HParams hp_;
   cpu::WeightView tok_embd_;      // [n_embd, n_vocab]
   const float* output_norm_ = nullptr;  // [n_embd]

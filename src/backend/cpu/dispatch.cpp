@@ -69,7 +69,7 @@ FromFloatFn find_act_quantizer(DType act, Isa isa) {
 }
 
 FromFloatFn best_act_quantizer(DType act) {
-  for (int i = static_cast<int>(best_isa()); i > 0; --i)
+  for (int i = static_cast<int>(best_isa()); i >= 0; --i)
     if (FromFloatFn f = find_act_quantizer(act, static_cast<Isa>(i))) return f;
   const DTypeTraits* tr = dtype_traits(act);
   return tr ? tr->from_float : nullptr;

@@ -40,8 +40,10 @@ struct VecDotEntry {
   VecDotMultiFn vec_dot_multi = nullptr;  // optional (matmul falls back to vec_dot per token)
 };
 
-// A SIMD converter of f32 activations to an activation type (Q8_0, Q8_1, Q8_K): byte-exact twin of the
-// type's scalar from_float in core (for finite inputs), so the choice never changes a result.
+// A converter of f32 activations to an activation type (Q8_0, Q8_1, Q8_K). The scalar table's are the
+// reference: ggml-cpu's run-time conversion on x86 (for Q8_0 / Q8_1 not the type's from_float in core,
+// which is ggml's reference quantizer used for weights); the SIMD ones are byte-exact twins of them (for
+// finite inputs), so the choice never changes a result.
 struct ActQuantEntry {
   DType type;
   FromFloatFn from_float;
@@ -73,7 +75,7 @@ VecDotFn find_vec_dot(DType t, Isa isa);
 const VecDotEntry* best_kernels(DType t);
 VecDotFn best_vec_dot(DType t);
 // The activation converter for `act` on `isa` exactly (nullptr if none), and the best one available
-// (falls back to the scalar from_float of the dtype table; nullptr if the type has none).
+// (down to the scalar table, then the from_float of the dtype table; nullptr if the type has none).
 FromFloatFn find_act_quantizer(DType act, Isa isa);
 FromFloatFn best_act_quantizer(DType act);
 

@@ -1,11 +1,15 @@
 // Scalar reference vec_dot kernels (the twins of kernels_avx2.cpp / kernels_avx512.cpp).
 // See kernels.h for the formulation: exact integer dots per block, one float multiply-add per block.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <iterator>
 
 #include "backend/cpu/kernels.h"
 #include "core/fp16.h"
 #include "core/quant_blocks.h"
+#include "core/quants.h"
 
 namespace ignis::cpu {
 namespace {
@@ -214,6 +218,34 @@ float dot_q6_k(int64_t n, const void* w, const void* x) {
   return s;
 }
 
+// Activation quantizers as ggml-cpu converts activations at run time on x86 (see vec_dot_x86.h):
+// id = 127 / amax and halves rounded to even. Q8_K is the reference quantizer (ggml uses it at run time).
+template <bool kWithSum>
+void act_q8_32(const float* src, void* dst, int64_t n) {
+  using Block = std::conditional_t<kWithSum, BlockQ8_1, BlockQ8_0>;
+  auto* b = static_cast<Block*>(dst);
+  for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(src[j]));
+    const float d = amax / 127;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    b[i].d = f32_to_f16(d);
+    int sum = 0;
+    for (int j = 0; j < kQK; ++j) {
+      const int q = static_cast<int>(std::nearbyint(src[j] * id));  // default mode: halves to even
+      b[i].qs[j] = static_cast<int8_t>(q);
+      sum += q;
+    }
+    if constexpr (kWithSum) b[i].s = f32_to_f16(sum * d);
+  }
+}
+
+constexpr ActQuantEntry kScalarAct[] = {
+    {DType::Q8_0, act_q8_32<false>},
+    {DType::Q8_1, act_q8_32<true>},
+    {DType::Q8_K, quants::from_float_q8_k},
+};
+
 constexpr VecDotEntry kScalar[] = {
     {DType::F32, dot_f32},   {DType::F16, dot_f16},   {DType::BF16, dot_bf16}, {DType::Q4_0, dot_q4_0},
     {DType::Q4_1, dot_q4_1}, {DType::Q5_0, dot_q5_0}, {DType::Q5_1, dot_q5_1}, {DType::Q8_0, dot_q8_0},
@@ -223,6 +255,8 @@ constexpr VecDotEntry kScalar[] = {
 
 }  // namespace
 
-KernelTable scalar_kernels() { return {kScalar, static_cast<int>(std::size(kScalar))}; }
+KernelTable scalar_kernels() {
+  return {kScalar, static_cast<int>(std::size(kScalar)), kScalarAct, static_cast<int>(std::size(kScalarAct))};
+}
 
 }  // namespace ignis::cpu

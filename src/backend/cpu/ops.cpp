@@ -16,12 +16,14 @@
 #include <vector>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/packed.h"
 #include "core/error.h"
 
 namespace ignis::cpu {
 namespace {
 
 constexpr int64_t kRowTile = 16;
+constexpr int64_t kTilesPerThread = 8;
 constexpr size_t kActCacheBytes = 256 * 1024;
 constexpr int kMaxTypeId = 64;
 
@@ -60,44 +62,21 @@ void check_weight(const WeightView& w, const DTypeTraits*& tr) {
 
 const char* isa_name() { return isa_label(best_isa()); }
 
-void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tokens, float* y) {
-  if (n_tokens <= 0) return;
-  const DTypeTraits* tr = nullptr;
-  check_weight(w, tr);
-  const uint32_t id = static_cast<uint32_t>(w.type);
-  const VecDotEntry* kern = id < kMaxTypeId ? kernel_table()[id] : nullptr;
-  if (!kern) fail("matmul: no CPU kernel for weight type {}", tr->name);
-  const VecDotFn dot = kern->vec_dot;
-  const VecDotMultiFn dot_multi = kern->vec_dot_multi;
+namespace {
 
-  // Activations in the weight type's vec_dot_type: [n_tokens, act_row] bytes.
-  const DTypeTraits* act = dtype_traits(tr->vec_dot_type);
-  const void* xq = x;
-  size_t act_row = static_cast<size_t>(w.n_in) * sizeof(float);
-  thread_local std::vector<uint8_t> act_buf;
-  if (act->type != DType::F32) {
-    const FromFloatFn convert = act_table()[static_cast<uint32_t>(act->type)];
-    if (!convert) fail("matmul: no converter for activation type {}", act->name);
-    act_row = row_bytes(act->type, w.n_in);
-    act_buf.resize(act_row * static_cast<size_t>(n_tokens));
-    uint8_t* dst = act_buf.data();
-    if (n_tokens == 1) {
-      convert(x, dst, w.n_in);
-    } else {
-      pool.run([&](int ith, int nth) {
-        int64_t t0, t1;
-        ThreadPool::split(n_tokens, ith, nth, 1, &t0, &t1);
-        for (int64_t t = t0; t < t1; ++t) convert(x + t * w.n_in, dst + t * act_row, w.n_in);
-      });
-    }
-    xq = dst;
-  }
-
-  const size_t w_row = row_bytes(w.type, w.n_in);
-  const auto* wb = static_cast<const uint8_t*>(w.data);
-  const auto* xb = static_cast<const uint8_t*>(xq);
+// The tile loop shared by the plain and the packed products: tiles of kRowTile weight rows x a token
+// block sized so its converted activations stay in L2, pulled by threads from an atomic counter.
+// dot4(r, t, out[kDotTokens]) / dot1(r, t) compute row r against token t (.. t + kDotTokens - 1).
+template <class Dot4, class Dot1>
+void run_tiles(ThreadPool& pool, int64_t n_out, int64_t n_tokens, size_t act_row, bool has_multi, float* y,
+               const Dot4& dot4, const Dot1& dot1) {
   const int64_t tok_block = std::clamp<int64_t>(static_cast<int64_t>(kActCacheBytes / act_row), 1, n_tokens);
-  const int64_t n_row_tiles = (w.n_out + kRowTile - 1) / kRowTile;
+  // Rows per tile: about kTilesPerThread tiles per thread per token block (few atomic increments and
+  // cache-line handovers of y), in multiples of kRowTile (whole cache lines of y).
+  const int64_t nth = pool.n_threads();
+  const int64_t row_tile = std::max<int64_t>(
+      kRowTile, (n_out + kTilesPerThread * nth * kRowTile - 1) / (kTilesPerThread * nth * kRowTile) * kRowTile);
+  const int64_t n_row_tiles = (n_out + row_tile - 1) / row_tile;
   const int64_t n_tok_blocks = (n_tokens + tok_block - 1) / tok_block;
   const int64_t n_tiles = n_row_tiles * n_tok_blocks;
   std::atomic<int64_t> next{0};
@@ -107,29 +86,120 @@ void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok
       if (tile >= n_tiles) break;
       // Token block is the outer index so consecutive tiles share activations in cache.
       const int64_t tb = tile / n_row_tiles, rt = tile % n_row_tiles;
-      const int64_t r0 = rt * kRowTile, r1 = std::min(w.n_out, r0 + kRowTile);
+      const int64_t r0 = rt * row_tile, r1 = std::min(n_out, r0 + row_tile);
       const int64_t t0 = tb * tok_block, t1 = std::min(n_tokens, t0 + tok_block);
       int64_t t = t0;
-      if (dot_multi) {
+      if (has_multi) {
         // kDotTokens tokens at a time: each weight block is decoded once per group of tokens.
         float out[kDotTokens];
         for (; t + kDotTokens <= t1; t += kDotTokens) {
           for (int64_t r = r0; r < r1; ++r) {
-            dot_multi(w.n_in, wb + r * w_row, xb + t * act_row, act_row, out);
-            for (int j = 0; j < kDotTokens; ++j) y[(t + j) * w.n_out + r] = out[j];
+            dot4(r, t, out);
+            for (int j = 0; j < kDotTokens; ++j) y[(t + j) * n_out + r] = out[j];
           }
         }
       }
       for (; t < t1; ++t) {
-        const uint8_t* xr = xb + t * act_row;
-        float* yr = y + t * w.n_out;
-        for (int64_t r = r0; r < r1; ++r) yr[r] = dot(w.n_in, wb + r * w_row, xr);
+        float* yr = y + t * n_out;
+        for (int64_t r = r0; r < r1; ++r) yr[r] = dot1(r, t);
       }
     }
   });
 }
 
+// Converts n_tokens activation rows with convert(t, dst_row) into buf (rows of act_row bytes), in
+// parallel when there are several; returns the first row, 64-byte aligned.
+template <class Convert>
+uint8_t* convert_rows(ThreadPool& pool, int64_t n_tokens, size_t act_row, std::vector<uint8_t>& buf,
+                      const Convert& convert) {
+  buf.resize(act_row * static_cast<size_t>(n_tokens) + 64);
+  auto* dst = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
+  if (n_tokens == 1) {
+    convert(0, dst);
+  } else {
+    pool.run([&](int ith, int nth) {
+      int64_t t0, t1;
+      ThreadPool::split(n_tokens, ith, nth, 1, &t0, &t1);
+      for (int64_t t = t0; t < t1; ++t) convert(t, dst + t * act_row);
+    });
+  }
+  return dst;
+}
+
+void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tokens, float* y) {
+  const PackedKernels k = packed_kernels(w.type);
+  if (!k.dot1) fail("matmul: packed {} weight but no packed kernel on this CPU", dtype_name(w.type));
+  const int64_t nb = w.n_in / dtype_traits(w.type)->block_size;
+  const size_t act_row = packed_act_row_bytes(w.type, w.n_in);
+  thread_local std::vector<uint8_t> act_buf;
+  const uint8_t* xb = convert_rows(pool, n_tokens, act_row, act_buf, [&](int64_t t, uint8_t* dst) {
+    pack_activation(w.type, x + t * w.n_in, w.n_in, dst);
+  });
+  const size_t group_bytes = packed_group_bytes(w.type, w.n_in);
+  const auto* wb = static_cast<const uint8_t*>(w.data);
+  // Tiles of row groups x a token block, as run_tiles (about kTilesPerThread tiles per thread).
+  const int64_t n_groups = (w.n_out + kPackRows - 1) / kPackRows;
+  const int64_t nth = pool.n_threads();
+  const int64_t per_tile = std::max<int64_t>(1, (n_groups + kTilesPerThread * nth - 1) / (kTilesPerThread * nth));
+  const int64_t n_group_tiles = (n_groups + per_tile - 1) / per_tile;
+  const int64_t tok_block = std::clamp<int64_t>(static_cast<int64_t>(kActCacheBytes / act_row), 1, n_tokens);
+  const int64_t n_tiles = n_group_tiles * ((n_tokens + tok_block - 1) / tok_block);
+  std::atomic<int64_t> next{0};
+  pool.run([&](int, int) {
+    for (;;) {
+      const int64_t tile = next.fetch_add(1, std::memory_order_relaxed);
+      if (tile >= n_tiles) break;
+      const int64_t tb = tile / n_group_tiles, gt = tile % n_group_tiles;
+      const int64_t g0 = gt * per_tile, g1 = std::min(n_groups, g0 + per_tile);
+      const int64_t t0 = tb * tok_block, t1 = std::min(n_tokens, t0 + tok_block);
+      auto rows = [&](int64_t g) { return static_cast<int>(std::min<int64_t>(kPackRows, w.n_out - g * kPackRows)); };
+      int64_t t = t0;
+      for (; t + kDotTokens <= t1; t += kDotTokens)
+        for (int64_t g = g0; g < g1; ++g)
+          k.dot4(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
+      for (; t < t1; ++t)
+        for (int64_t g = g0; g < g1; ++g)
+          k.dot1(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
+    }
+  });
+}
+
+}  // namespace
+
+void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tokens, float* y) {
+  if (n_tokens <= 0) return;
+  const DTypeTraits* tr = nullptr;
+  check_weight(w, tr);
+  if (w.packed) return matmul_packed(pool, w, x, n_tokens, y);
+  const uint32_t id = static_cast<uint32_t>(w.type);
+  const VecDotEntry* kern = id < kMaxTypeId ? kernel_table()[id] : nullptr;
+  if (!kern) fail("matmul: no CPU kernel for weight type {}", tr->name);
+  const VecDotFn dot = kern->vec_dot;
+  const VecDotMultiFn dot_multi = kern->vec_dot_multi;
+
+  // Activations in the weight type's vec_dot_type: [n_tokens, act_row] bytes.
+  const DTypeTraits* act = dtype_traits(tr->vec_dot_type);
+  const uint8_t* xb = reinterpret_cast<const uint8_t*>(x);
+  size_t act_row = static_cast<size_t>(w.n_in) * sizeof(float);
+  thread_local std::vector<uint8_t> act_buf;
+  if (act->type != DType::F32) {
+    const FromFloatFn convert = act_table()[static_cast<uint32_t>(act->type)];
+    if (!convert) fail("matmul: no converter for activation type {}", act->name);
+    act_row = row_bytes(act->type, w.n_in);
+    xb = convert_rows(pool, n_tokens, act_row, act_buf,
+                      [&](int64_t t, uint8_t* dst) { convert(x + t * w.n_in, dst, w.n_in); });
+  }
+
+  const size_t w_row = row_bytes(w.type, w.n_in);
+  const auto* wb = static_cast<const uint8_t*>(w.data);
+  run_tiles(
+      pool, w.n_out, n_tokens, act_row, dot_multi != nullptr, y,
+      [&](int64_t r, int64_t t, float* out) { dot_multi(w.n_in, wb + r * w_row, xb + t * act_row, act_row, out); },
+      [&](int64_t r, int64_t t) { return dot(w.n_in, wb + r * w_row, xb + t * act_row); });
+}
+
 void get_row(const WeightView& w, int64_t row, float* dst) {
+  if (w.packed) fail("get_row: the weight is packed for matmul; use its unpacked view");
   const DTypeTraits* tr = dtype_traits(w.type);
   if (!tr || !tr->to_float) fail("get_row: weight type {} cannot be converted to f32", dtype_name(w.type));
   if (row < 0 || row >= w.n_out) fail("get_row: row {} out of range [0, {})", row, w.n_out);

@@ -20,6 +20,9 @@ struct WeightView {
   const void* data = nullptr;
   int64_t n_in = 0;   // ne0: row length
   int64_t n_out = 0;  // ne1: rows
+  // True when data holds the block-interleaved layout of packed.h (made at load by PackedStore),
+  // which matmul multiplies with its packed kernels. get_row needs an unpacked view.
+  bool packed = false;
 };
 
 // y[t, o] = sum_i x[t, i] * W[o, i]   for t < n_tokens, o < n_out.

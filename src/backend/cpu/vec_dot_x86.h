@@ -387,10 +387,13 @@ float single(int64_t n, const void* w, const void* x) {
       {DType::Q2_K, single<dot_k_lowbit<false, 1>>, dot_k_lowbit<false, kDotTokens>},                               \
       {DType::Q3_K, single<dot_k_lowbit<true, 1>>, dot_k_lowbit<true, kDotTokens>}
 
-// ---- activation quantizers: exact twins of core/quants.cpp's from_float_q8_0 / _q8_1 / _q8_k ----
+// ---- activation quantizers: exact twins of the scalar ones in kernels_scalar.cpp ----
 //
+// Q8_0 / Q8_1 follow ggml-cpu's run-time conversion on x86 (what llama.cpp multiplies with), which
+// differs from ggml's reference quantizer: id = 127 / amax (not 1 / d) and halves rounded to even (not
+// away from zero). Q8_K is core/quants.cpp's from_float_q8_k (ggml uses its reference at run time).
 // Same operations in the same float order (max of |x| is order-independent; x * id and iscale * x are
-// single roundings), so the bytes are identical to the scalar reference for every finite input.
+// single roundings), so the bytes are identical to the scalar twin for every finite input.
 
 inline uint16_t f2h(float f) { return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT)); }
 
@@ -402,15 +405,6 @@ inline float hmax(__m256 v) {
   s = _mm_max_ps(s, _mm_movehl_ps(s, s));
   s = _mm_max_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
-}
-
-// roundf per lane (halves away from zero): trunc, then +-1 where the exact remainder is >= 0.5.
-inline __m256i round_away8(__m256 x) {
-  const __m256 t = _mm256_round_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m256 f = _mm256_sub_ps(x, t);
-  const __m256i up = _mm256_castps_si256(_mm256_cmp_ps(f, _mm256_set1_ps(0.5f), _CMP_GE_OQ));
-  const __m256i dn = _mm256_castps_si256(_mm256_cmp_ps(f, _mm256_set1_ps(-0.5f), _CMP_LE_OQ));
-  return _mm256_add_epi32(_mm256_sub_epi32(_mm256_cvttps_epi32(t), up), dn);
 }
 
 // 4 x 8 int32 (each within int8 range) -> 32 int8 in element order.
@@ -429,11 +423,14 @@ void act_q8_32(const float* src, void* dst, int64_t n) {
       v[k] = _mm256_loadu_ps(src + 8 * k);
       m = absmax_step(v[k], m);
     }
-    const float d = hmax(m) / 127;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float amax = hmax(m);
+    const float d = amax / 127;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     b[i].d = f2h(d);
     __m256i q[4];
-    for (int k = 0; k < 4; ++k) q[k] = round_away8(_mm256_mul_ps(v[k], _mm256_set1_ps(id)));
+    for (int k = 0; k < 4; ++k)
+      q[k] = _mm256_cvtps_epi32(
+          _mm256_round_ps(_mm256_mul_ps(v[k], _mm256_set1_ps(id)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[i].qs), pack_i32x32(q[0], q[1], q[2], q[3]));
     if constexpr (kWithSum) {
       const int sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));

@@ -1,0 +1,99 @@
+// Weights repacked at load into a row-interleaved layout for AVX-512 VNNI (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K).
+//
+// Why: in ggml's layout every 32-element block carries its own scale, so a SIMD kernel must reduce each
+// block's integer dot on its own (shuffles, scalar scale conversions, a horizontal sum per row) before
+// the scale multiply: on Zen 4 that made decode compute-bound at ~5 cycles per block. Interleaving 16
+// rows so that int32 lane k of a 512-bit register always belongs to row k lets eight vpdpbusd (the
+// activation's 4-byte groups broadcast to every lane) accumulate a whole block of 16 rows, followed by
+// one convert and one multiply-add with the 16 rows' scales; the 16 outputs come out as one vector with
+// no horizontal sums, for any row length.
+//
+// Layout of a packed matrix (n_out rows of n_in elements, nb blocks per row: 32 elements for Q4_0, Q5_0,
+// Q8_0, 256 for Q4_K, Q6_K): rows in groups of 16 (the last group padded with zero rows); per row
+// group, nb records, one per block, holding that block of all 16 rows. Quants are cut into chunks of
+// 64 bytes, 4 bytes per row (lane k = row k of the group), each chunk holding one group of 4 elements
+// ("element group g" = elements 4g..4g+3 of the block). Records:
+//   Q4_0  [16 f16 d][4 chunks: low nibbles = group 2m, high nibbles = group 2m+1; q + 8]
+//   Q5_0  [16 f16 d][4 nibble chunks as Q4_0][8 x 64-bit masks: bit 4k+j of mask g = 5th bit of element
+//         4g+j of row k]; q + 16
+//   Q8_0  [16 f16 d][8 chunks, group j, as unsigned q + 128]
+//   Q4_K  [16 f16 d][16 f16 dmin][8 x 16 u8 scales, [sub-block][row]][4 x 16 x 2 u8 mins, [pair][row][2]]
+//         [32 chunks (i, c) = 8i + c: low nibbles = sub-block 2i group c, high = sub-block 2i+1 group c]
+//   Q6_K  [16 f16 d][16 x 16 i8 scales, [sub-block][row]][32 chunks n: low nibbles = group n, high =
+//         group n + 32 (low 4 bits of q + 32)][16 chunks h: bits 2c..2c+1 of byte j = high 2 bits of
+//         element 4 (h + 16c) + j]
+// Activations for a packed product are converted per token row:
+//   32-element types: [nb * 32 int8 quants (ggml's Q8_0 qs, in order)][nb f32 scales][nb int32:
+//   -off * sum of the block's quants], off = 8 (Q4_0), 16 (Q5_0), 128 (Q8_0);
+//   K-quants: [nb ggml Q8_K blocks][nb x 16 int32: Q4_K the 32-element sums of sub-blocks (2i, 2i+1) as
+//   two int16 (i < 4), Q6_K -32 * the 16-element sums].
+// The quants and scales are exactly ggml's activation quantization (same converters), and every block's
+// (sub-block's) integer dot is exact: dot(q_w + off, q_x) - off * sum(q_x). So a packed product differs
+// from the unpacked kernels only in the order of the float accumulation.
+//
+// Thread safety: pure functions; PackedStore is filled on one thread during load, immutable after.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/cpu/ops.h"
+
+namespace ignis::cpu {
+
+inline constexpr int64_t kPackRows = 16;  // rows per interleaved group
+
+// Bytes of one record (one block of 16 rows) of a packed weight type; 0 if the type is not packable.
+int64_t packed_record_bytes(DType t);
+// Bytes of one row group of a packed matrix with rows of n_in elements.
+size_t packed_group_bytes(DType t, int64_t n_in);
+// Bytes of one converted activation row for a packed product over n_in elements.
+size_t packed_act_row_bytes(DType t, int64_t n_in);
+
+// True if matmul has a packed kernel for w on this CPU (AVX-512 VNNI; Q4_0, Q5_0, Q8_0, Q4_K, Q6_K).
+bool can_pack(const WeightView& w);
+
+// Writes the packed form of w into dst (packed_bytes(w) bytes). Requires can_pack(w)'s type/shape rules.
+size_t packed_bytes(const WeightView& w);
+void pack_weight(const WeightView& w, uint8_t* dst);
+
+// Converts one f32 activation row (n_in elements) into the packed activation layout for weights of type t.
+void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst);
+
+// Owns packed copies of weights (64-byte aligned). add() returns the packed view of w when
+// can_pack(w), else w itself.
+class PackedStore {
+ public:
+  WeightView add(const WeightView& w);
+  // One packed matrix holding the rows of every part in order (e.g. Q, K and V projections of one
+  // input, multiplied in one pass), when all parts can be packed and share type and n_in; else a
+  // view with data == nullptr and nothing stored.
+  WeightView add_fused(std::span<const WeightView> parts);
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  uint8_t* alloc(size_t n, const WeightView& w);
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const;
+  };
+  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> bufs_;
+  uint64_t bytes_ = 0;
+};
+
+// The packed kernels (packed_avx512.cpp): out[t * out_stride + k] = dot(row k of the group, act_t) for
+// k < n_rows (<= 16) and t < NX tokens, act_t at x + t * x_stride (packed activation rows); group points
+// at the row group's bytes, nb is the number of blocks per row.
+using PackedDotFn = void (*)(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
+                             int64_t out_stride, int n_rows);
+struct PackedKernels {
+  PackedDotFn dot1 = nullptr;  // one token
+  PackedDotFn dot4 = nullptr;  // kDotTokens tokens, each bit-identical to dot1
+};
+// nullptr entries when the CPU (or IGNIS_ISA) does not allow AVX-512.
+PackedKernels packed_kernels(DType t);
+PackedKernels packed_kernels_avx512(DType t);  // only call when AVX-512 is supported
+
+}  // namespace ignis::cpu

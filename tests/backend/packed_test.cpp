@@ -1,0 +1,145 @@
+// Packed (row-interleaved) products of every packable type: each output equals the scalar twin's
+// (ggml's integer formulation on the unpacked row) to float rounding, multi-token calls equal one-token
+// calls bit for bit, for row lengths of every block count and row counts off the 16-row groups.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/ops.h"
+#include "backend/cpu/packed.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+
+namespace ignis::cpu {
+namespace {
+
+struct Case {
+  DType type;
+  int64_t n_in, n_out, n_tokens;
+};
+
+class Packed : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Packed, ExactBlockDotsAndTokenInvariance) {
+  const Case c = GetParam();
+  const WeightView probe{c.type, reinterpret_cast<const void*>(16), c.n_in, c.n_out};
+  if (!can_pack(probe)) GTEST_SKIP() << "no packed kernels on this CPU (" << isa_name() << ")";
+  const DTypeTraits* tr = dtype_traits(c.type);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> wf(c.n_in * c.n_out), x(c.n_in * c.n_tokens);
+  for (auto& v : wf) v = g(rng);
+  for (auto& v : x) v = g(rng) * (1 + (&v - x.data()) % 7);
+  const size_t rb = row_bytes(c.type, c.n_in);
+  std::vector<uint8_t> w(rb * c.n_out);
+  for (int64_t r = 0; r < c.n_out; ++r) tr->from_float(wf.data() + r * c.n_in, w.data() + r * rb, c.n_in);
+
+  PackedStore store;
+  const WeightView pv = store.add(WeightView{c.type, w.data(), c.n_in, c.n_out});
+  ASSERT_TRUE(pv.packed);
+  EXPECT_EQ(store.bytes(), packed_bytes(pv));
+
+  ThreadPool pool(2);
+  std::vector<float> y(c.n_out * c.n_tokens, NAN);
+  matmul(pool, pv, x.data(), c.n_tokens, y.data());
+
+  // Reference: the scalar twin (ggml's integer formulation) on the unpacked row and the activation
+  // converted by the scalar quantizer of the type's vec_dot_type.
+  const VecDotFn ref = find_vec_dot(c.type, Isa::kScalar);
+  const DTypeTraits* act = dtype_traits(tr->vec_dot_type);
+  std::vector<uint8_t> xq(row_bytes(act->type, c.n_in));
+  std::vector<float> wd(c.n_in);
+  for (int64_t t = 0; t < c.n_tokens; ++t) {
+    act->from_float(x.data() + t * c.n_in, xq.data(), c.n_in);
+    std::vector<float> y1(c.n_out);
+    matmul(pool, pv, x.data() + t * c.n_in, 1, y1.data());
+    for (int64_t r = 0; r < c.n_out; ++r) {
+      const float want = ref(c.n_in, w.data() + r * rb, xq.data());
+      tr->to_float(w.data() + r * rb, wd.data(), c.n_in);
+      double mag = 0;
+      for (int64_t i = 0; i < c.n_in; ++i) mag += std::fabs(double{wd[i]} * x[t * c.n_in + i]);
+      ASSERT_NEAR(y[t * c.n_out + r], want, 1e-5 * mag + 1e-6) << "token " << t << " row " << r;
+      ASSERT_EQ(y[t * c.n_out + r], y1[r]) << "token " << t << " row " << r << ": batched != alone";
+    }
+  }
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
+    // Row lengths of 1..12 blocks, row counts around the 16-row groups, the real model widths.
+    for (int64_t nb = 1; nb <= 12; ++nb) v.push_back({t, 32 * nb, 13 + 3 * nb, nb % 3 == 0 ? 9 : 2});
+    v.push_back({t, 896, 37, 5});
+    v.push_back({t, 4864, 18, 1});
+  }
+  for (DType t : {DType::Q4_K, DType::Q6_K}) {
+    for (int64_t nb = 1; nb <= 3; ++nb) v.push_back({t, 256 * nb, 5 + 11 * nb, nb == 2 ? 9 : 2});
+    v.push_back({t, 1536, 32, 6});
+    v.push_back({t, 4864, 17, 1});
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Packed, ::testing::ValuesIn(cases()), [](const auto& info) {
+  const Case& c = info.param;
+  return std::string(dtype_name(c.type)) + "_" + std::to_string(c.n_in) + "x" + std::to_string(c.n_out) + "_t" +
+         std::to_string(c.n_tokens);
+});
+
+TEST(PackedFused, EqualsSeparateProductsAndRefusesMisfits) {
+  const int64_t n_in = 896;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  const int64_t outs[] = {32, 16, 19};
+  std::vector<std::vector<uint8_t>> bufs;
+  std::vector<WeightView> parts;
+  for (int64_t n_out : outs) {
+    std::vector<float> wf(n_in * n_out);
+    for (auto& v : wf) v = g(rng);
+    bufs.emplace_back(row_bytes(DType::Q4_0, n_in) * n_out);
+    dtype_traits(DType::Q4_0)->from_float(wf.data(), bufs.back().data(), n_in * n_out);
+    parts.push_back(WeightView{DType::Q4_0, bufs.back().data(), n_in, n_out});
+  }
+  if (!can_pack(parts[0])) GTEST_SKIP() << "no packed kernels on this CPU";
+  PackedStore store;
+  const WeightView fused = store.add_fused(parts);
+  ASSERT_TRUE(fused.packed);
+  ASSERT_EQ(fused.n_out, 67);
+  std::vector<float> x(n_in * 6);
+  for (auto& v : x) v = g(rng);
+  ThreadPool pool(2);
+  std::vector<float> yf(67 * 6);
+  matmul(pool, fused, x.data(), 6, yf.data());
+  int64_t off = 0;
+  for (const WeightView& p : parts) {
+    std::vector<float> y(p.n_out * 6);
+    matmul(pool, store.add(p), x.data(), 6, y.data());
+    for (int64_t t = 0; t < 6; ++t)
+      for (int64_t r = 0; r < p.n_out; ++r) ASSERT_EQ(yf[t * 67 + off + r], y[t * p.n_out + r]) << t << " " << r;
+    off += p.n_out;
+  }
+  // A part that does not fill whole row groups can only come last; mixed types do not fuse.
+  const WeightView misfit[] = {parts[2], parts[0]};
+  EXPECT_EQ(store.add_fused(misfit).data, nullptr);
+  std::vector<uint8_t> q8(row_bytes(DType::Q8_0, n_in) * 16, 0);
+  const WeightView mixed[] = {parts[0], WeightView{DType::Q8_0, q8.data(), n_in, 16}};
+  EXPECT_EQ(store.add_fused(mixed).data, nullptr);
+}
+
+TEST(PackedErrors, GetRowRefusesPackedViewsAndUnpackableTypesStayUnpacked) {
+  std::vector<uint8_t> w(row_bytes(DType::Q8_0, 64) * 3, 0);
+  PackedStore store;
+  const WeightView v = store.add(WeightView{DType::Q8_0, w.data(), 64, 3});
+  std::vector<float> row(64);
+  if (v.packed) EXPECT_THROW(get_row(v, 0, row.data()), Error);
+  std::vector<uint8_t> k(row_bytes(DType::Q5_K, 256) * 2, 0);
+  EXPECT_FALSE(store.add(WeightView{DType::Q5_K, k.data(), 256, 2}).packed);
+}
+
+}  // namespace
+}  // namespace ignis::cpu
