@@ -34,7 +34,11 @@ using TokenId = int32_t;
 using RequestId = int64_t;
 
 // Per-request sampling, with vLLM's defaults. A value out of range makes submit() throw ignis::Error
-// naming the field.
+// naming the field. SamplingParams{} ignores the model's own defaults; to use them (a Hugging Face
+// folder's generation_config.json: temperature, top_p, top_k, repetition_penalty, do_sample=false as
+// greedy), start from Engine::default_sampling_params() and set only what you want to change, as
+// vLLM's LLM.get_default_sampling_params(). End-of-generation ids of generation_config.json apply to
+// every request either way.
 struct SamplingParams {
   float temperature = 1.0f;        // 0: greedy
   int32_t top_k = 0;               // 0 or -1: disabled
@@ -98,7 +102,8 @@ struct Completion {
 };
 
 struct EngineOptions {
-  std::string model;                 // GGUF file
+  std::string model;                 // GGUF file, or Hugging Face model folder (config.json + safetensors)
+  std::string quant;                 // folder only: quantize at load, in memory (Q8_0, Q4_0, Q4_K_M, Q6_K, ...)
   int32_t n_threads = 0;             // 0: all cores
   int64_t n_ctx = 0;                 // max tokens per sequence; 0: min(training context, 4096)
   uint64_t kv_memory_bytes = 0;      // KV pool size; 0: a fraction of free memory, capped by n_ctx * max_seqs
@@ -184,6 +189,9 @@ class Engine {
 
   virtual const ModelInfo& info() const = 0;
   virtual EngineStats stats() const = 0;
+  // SamplingParams{} with the model's generation_config.json defaults applied (SamplingParams{} when
+  // the model has none, e.g. a .gguf file).
+  virtual SamplingParams default_sampling_params() const { return {}; }
 
   // Stops accepting requests, lets running ones finish until `deadline`, then cancels the rest and
   // joins the engine thread. Idempotent.

@@ -29,6 +29,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "format/gguf.h"
+#include "hub/hub.h"
 #include "model/model.h"
 
 namespace ignis::cli {
@@ -36,11 +37,14 @@ namespace {
 
 struct BenchOptions {
   std::string model;
+  std::string hf;
+  bool offline = false;
   std::string n_prompt = "512";
   std::string n_gen = "128";
   std::string threads;
   int reps = 5;
   std::string output = "md";
+  std::string quant;  // --quant: quantize a Hugging Face folder at load
 };
 
 std::vector<int> parse_list(const std::string& s, const char* flag, int lo) {
@@ -158,8 +162,16 @@ int run_bench(const BenchOptions& o) {
   if (o.output != "md" && o.output != "json" && o.output != "jsonl")
     fail("-o: unknown output format '{}' (md or json)", o.output);
 
+  if (o.model.empty() == o.hf.empty()) fail("bench: give exactly one of -m FILE and -hf REPO[:QUANT]");
+  std::string path = o.model;
+  if (!o.hf.empty()) {
+    hub::HubOptions h;
+    h.offline = o.offline;
+    path = hub::resolve_model(o.hf, hub::with_env_defaults(h));
+  }
+
   auto t0 = std::chrono::steady_clock::now();
-  auto m = model::Model::load(o.model);
+  auto m = model::Model::load(path, {.quant = o.quant});
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const std::string type = model_type(*m);
   const uint64_t size = m->weight_bytes();
@@ -188,7 +200,7 @@ int run_bench(const BenchOptions& o) {
                     fmt::format("{:.2f} ± {:.2f}", mean(r.samples_ts), stddev(r.samples_ts)).c_str());
       } else {
         nlohmann::json j = {
-            {"model_filename", o.model},
+            {"model_filename", path},
             {"model_type", type},
             {"model_size", size},
             {"model_n_params", m->n_params()},
@@ -217,12 +229,16 @@ int run_bench(const BenchOptions& o) {
 
 Action setup_bench(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
-  app.add_option("-m,--model", o->model, "model file (GGUF)")->required();
+  app.add_option("-m,--model", o->model, "model: a GGUF file or a Hugging Face folder");
+  app.add_option("--hf", o->hf, "Hugging Face repo REPO[:QUANT] to download the model from (also -hf)");
+  app.add_flag("--offline", o->offline, "use only the local cache for -hf");
   app.add_option("-p,--n-prompt", o->n_prompt, "prompt lengths to test, comma-separated (0 skips)");
   app.add_option("-n,--n-gen", o->n_gen, "generation lengths to test, comma-separated (0 skips)");
   app.add_option("-t,--threads", o->threads, "thread counts, comma-separated (default: all cores)");
   app.add_option("-r,--repetitions", o->reps, "timed repetitions per test");
   app.add_option("-o,--output", o->output, "md (table) or json (one object per test per line)");
+  app.add_option("--quant", o->quant,
+                 "quantize a Hugging Face folder's weights at load, in memory: Q8_0, Q4_0, Q4_K_M, Q6_K, ...");
   return [o]() { return run_bench(*o); };
 }
 

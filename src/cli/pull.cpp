@@ -1,4 +1,6 @@
-// ignis pull -hf REPO[:QUANT]: download a model into the hub cache and print its local path.
+// ignis pull -hf REPO[:QUANT]: download a model into the hub cache and print its local path: the .gguf
+// file, or for a repo without .gguf files the snapshot folder of its safetensors checkpoint
+// (hub::resolve_model).
 //
 // With --file (repeatable) it downloads those files of the repo instead (e.g. config.json and the
 // safetensors shards of a checkpoint) and prints one path per line. Paths go to stdout; the progress bar
@@ -41,7 +43,7 @@ Action setup_pull(CLI::App& sub) {
     h.progress = !o->no_progress;
     h = hub::with_env_defaults(h);
     if (o->files.empty()) {
-      std::printf("%s\n", hub::resolve_gguf(o->spec, h).c_str());
+      std::printf("%s\n", hub::resolve_model(o->spec, h).c_str());
       return 0;
     }
     if (o->spec.find(':') != std::string::npos) {

@@ -35,6 +35,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "engine/generate.h"
+#include "engine/generation_defaults.h"
 #include "hub/hub.h"
 #include "model/model.h"
 #include "sample/sampler.h"
@@ -74,6 +75,8 @@ struct RunOptions {
   bool chat = false;
   std::string system;
   std::string chat_template_file;
+  engine::SamplingFieldsSet given;  // sampling flags given on the command line (others may come from the model)
+  std::string quant;  // --quant: quantize a Hugging Face folder at load
 };
 
 int64_t parse_int(const std::string& flag, const std::string& s, int64_t lo, int64_t hi) {
@@ -101,6 +104,7 @@ struct RunConfig {
   int32_t repeat_last_n = 64;  // -1: the context size
   bool seed_given = false;
   sample::SamplingParams sampling;
+  std::vector<text::TokenId> eog_ids;  // generation_config.json's eos_token_id (model folders)
 };
 
 RunConfig check_options(const RunOptions& o) {
@@ -143,7 +147,7 @@ std::string model_path(const RunOptions& o) {
   if (!o.model.empty()) return o.model;
   hub::HubOptions h;
   h.offline = o.offline;
-  return hub::resolve_gguf(o.hf.empty() ? kDefaultHfRepo : o.hf, hub::with_env_defaults(h));
+  return hub::resolve_model(o.hf.empty() ? kDefaultHfRepo : o.hf, hub::with_env_defaults(h));
 }
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -264,6 +268,7 @@ int interactive_chat(const RunOptions& o, const RunConfig& cfg, const model::Mod
     engine::GenerateOptions gopts;
     gopts.n_predict = cfg.n_predict;
     gopts.stop = o.stop;
+    gopts.eog_ids = cfg.eog_ids;
     engine::GenerateCallbacks cb;
     cb.on_token = [&](const engine::TokenEvent& ev) {
       generated.push_back(ev.id);
@@ -285,12 +290,35 @@ int interactive_chat(const RunOptions& o, const RunConfig& cfg, const model::Mod
   return 0;
 }
 
+// A model folder's generation_config.json: its sampling values for the flags not given, its eos ids as
+// end of generation. Returns the line that says what it applied ("" when nothing).
+std::string apply_model_defaults(const RunOptions& o, const std::string& path, RunConfig* cfg) {
+  const engine::GenerationDefaults gd = engine::load_generation_defaults(path);
+  sample::SamplingParams& s = cfg->sampling;
+  engine::SamplingValues v{s.temperature, s.top_p, s.top_k, s.repeat_penalty};
+  const std::string applied = engine::apply_generation_defaults(gd, o.given, &v);
+  s.temperature = v.temperature;
+  s.top_p = v.top_p;
+  s.top_k = v.top_k;
+  s.repeat_penalty = v.repetition_penalty;
+  cfg->eog_ids.assign(gd.eos_token_ids.begin(), gd.eos_token_ids.end());
+  std::string note;
+  if (!applied.empty()) note += "sampling defaults from " + gd.path + ": " + applied + "\n";
+  if (!gd.eos_token_ids.empty()) {
+    note += "end of generation also at token ids from " + gd.path + ":";
+    for (int32_t id : gd.eos_token_ids) note += " " + std::to_string(id);
+    note += "\n";
+  }
+  return note;
+}
+
 int run_main(const RunOptions& o) {
   RunConfig cfg = check_options(o);
   const std::string path = model_path(o);
+  const std::string defaults_note = apply_model_defaults(o, path, &cfg);
 
   auto t_load = std::chrono::steady_clock::now();
-  std::unique_ptr<model::Model> m = model::Model::load(path);
+  std::unique_ptr<model::Model> m = model::Model::load(path, {.quant = o.quant, .n_threads = cfg.n_threads});
   std::unique_ptr<text::Tokenizer> tok = text::Tokenizer::from_gguf(m->file());
   const model::HParams& hp = m->hparams();
   int64_t n_ctx = cfg.n_ctx;
@@ -304,6 +332,7 @@ int run_main(const RunOptions& o) {
   if (o.chat && !o.prompt) {
     if (!isatty(fileno(stdin)))
       fail("run: --chat without -p needs an interactive terminal (give -p PROMPT to chat once)");
+    std::fputs(defaults_note.c_str(), stderr);
     return interactive_chat(o, cfg, *m, *tok, *tmpl, n_ctx, path, load_ms);
   }
   std::vector<text::TokenId> prompt =
@@ -320,6 +349,7 @@ int run_main(const RunOptions& o) {
   if (hp.n_ctx_train > 0 && n_ctx > hp.n_ctx_train)
     std::fprintf(stderr, "warning: -c %lld is larger than the model's training context %lld\n",
                  static_cast<long long>(n_ctx), static_cast<long long>(hp.n_ctx_train));
+  std::fputs(defaults_note.c_str(), stderr);
 
   // Rows past the tokenizer's vocabulary are padding of the output matrix (Qwen2.5: 151936 rows for
   // 151665 tokens); they have no text, so make_sampling bans them.
@@ -330,6 +360,7 @@ int run_main(const RunOptions& o) {
   engine::GenerateOptions gopts;
   gopts.n_predict = cfg.n_predict;
   gopts.stop = o.stop;
+  gopts.eog_ids = cfg.eog_ids;
   gopts.n_top_logprobs = o.json ? kJsonTopLogprobs : 0;
   engine::GenerateCallbacks cb;
   if (o.json) {
@@ -355,20 +386,21 @@ int run_main(const RunOptions& o) {
 
 Action setup_run(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
-  app.add_option("-m,--model", o->model, "model file (GGUF)")->type_name("FILE");
+  app.add_option("-m,--model", o->model, "model: a GGUF file or a Hugging Face folder")->type_name("FILE");
   app.add_option("--hf,--hf-repo", o->hf,
                  std::string("Hugging Face repo REPO[:QUANT] (also -hf); default ") + kDefaultHfRepo)
       ->type_name("REPO");
   app.add_option("-p,--prompt", o->prompt, "prompt, tokenized raw (no chat template)")->type_name("STR");
   auto num = [&](const char* flags, std::string& v, const char* type, const char* help) {
-    app.add_option(flags, v, help)->type_name(type)->capture_default_str();
+    return app.add_option(flags, v, help)->type_name(type)->capture_default_str();
   };
   num("-n,--n-predict", o->n_predict, "INT", "tokens to generate; -1 = until end of generation or full context");
-  num("--temp", o->temp, "FLOAT", "temperature; 0 = greedy");
-  num("--top-k", o->top_k, "INT", "top-k; 0 = off");
-  num("--top-p", o->top_p, "FLOAT", "top-p in (0, 1]; 1 = off");
+  // For a model folder with generation_config.json, its values replace these defaults when not given.
+  CLI::Option* temp = num("--temp", o->temp, "FLOAT", "temperature; 0 = greedy");
+  CLI::Option* top_k = num("--top-k", o->top_k, "INT", "top-k; 0 = off");
+  CLI::Option* top_p = num("--top-p", o->top_p, "FLOAT", "top-p in (0, 1]; 1 = off");
   num("--min-p", o->min_p, "FLOAT", "min-p in [0, 1]; 0 = off");
-  num("--repeat-penalty", o->repeat_penalty, "FLOAT", "repetition penalty; 1 = off");
+  CLI::Option* rep = num("--repeat-penalty", o->repeat_penalty, "FLOAT", "repetition penalty; 1 = off");
   num("--repeat-last-n", o->repeat_last_n, "INT", "tokens the penalties look back; 0 = off, -1 = context");
   num("--presence-penalty", o->presence_penalty, "FLOAT", "presence penalty; 0 = off");
   num("--frequency-penalty", o->frequency_penalty, "FLOAT", "frequency penalty; 0 = off");
@@ -380,6 +412,10 @@ Action setup_run(CLI::App& app) {
       ->type_name("STR");
   app.add_option("-t,--threads", o->threads, "threads (default: all hardware threads)")->type_name("INT");
   app.add_option("-c,--ctx-size", o->ctx, "context size (default: min(training context, 4096))")->type_name("INT");
+  app.add_option("--quant", o->quant,
+                 "quantize a Hugging Face folder's weights at load, in memory: Q8_0, Q4_0, Q4_K_M, Q6_K, ... "
+                 "(the types of `ignis quantize`)")
+      ->type_name("TYPE");
   app.add_flag("--json", o->json, "one JSON object per generated token instead of text");
   app.add_flag("--offline", o->offline, "use only the local model cache for -hf");
   app.add_flag("--chat", o->chat,
@@ -388,7 +424,10 @@ Action setup_run(CLI::App& app) {
   app.add_option("--system", o->system, "system message for --chat")->type_name("TEXT");
   app.add_option("--chat-template-file", o->chat_template_file, "Jinja chat template overriding the model's")
       ->type_name("FILE");
-  return [o]() { return run_main(*o); };
+  return [o, temp, top_k, top_p, rep]() {
+    o->given = {temp->count() > 0, top_p->count() > 0, top_k->count() > 0, rep->count() > 0};
+    return run_main(*o);
+  };
 }
 
 Command reg{"run", "Generate text from a prompt", setup_run};

@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/size_arg.h"
 #include "core/error.h"
+#include "format/hf_load.h"
 #include "hub/hub.h"
 #include "ignis/engine.h"
 #include "server/http_server.h"
@@ -41,6 +42,7 @@ struct ServeOptions {
   std::string chat_template_file;
   int shutdown_timeout_s = 30;
   bool no_prefix_caching = false;
+  std::string quant;  // --quant: quantize a Hugging Face folder at load
 };
 
 int run_serve(const ServeOptions& o) {
@@ -60,6 +62,8 @@ int run_serve(const ServeOptions& o) {
   eo.max_batched_tokens = o.max_batched_tokens;
   eo.kv_block_size = o.kv_block_size;
   eo.prefix_caching = !o.no_prefix_caching;
+  eo.quant = o.quant;
+  if (!o.quant.empty()) hf::check_quant_name(o.quant);  // before listening, not in the background load
   if (!o.chat_template_file.empty()) eo.chat_template = read_text_file(o.chat_template_file, "--chat-template-file");
 
   // Many keep-alive connections need many descriptors: raise the soft limit to the hard one.
@@ -90,7 +94,7 @@ int run_serve(const ServeOptions& o) {
       if (!o.hf.empty()) {
         hub::HubOptions hopt;
         hopt.offline = o.offline;
-        path = hub::resolve_gguf(o.hf, hub::with_env_defaults(hopt));
+        path = hub::resolve_model(o.hf, hub::with_env_defaults(hopt));
       }
       eo.model = path;
       auto t0 = std::chrono::steady_clock::now();
@@ -134,7 +138,7 @@ int run_serve(const ServeOptions& o) {
 
 Action setup_serve(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
-  app.add_option("-m,--model", o->model, "model file (GGUF)");
+  app.add_option("-m,--model", o->model, "model: a GGUF file or a Hugging Face folder");
   app.add_option("--hf", o->hf, "Hugging Face repo REPO[:QUANT] to download the model from");
   app.add_option("--host", o->host, "address to listen on");
   app.add_option("--port", o->port, "port to listen on (0: any free port)");
@@ -151,6 +155,8 @@ Action setup_serve(CLI::App& app) {
   app.add_option("--chat-template-file", o->chat_template_file, "Jinja chat template overriding the model's");
   app.add_option("--shutdown-timeout", o->shutdown_timeout_s, "seconds to let requests finish on SIGTERM");
   app.add_flag("--no-prefix-caching", o->no_prefix_caching, "disable KV prefix reuse across requests");
+  app.add_option("--quant", o->quant,
+                 "quantize a Hugging Face folder's weights at load, in memory: Q8_0, Q4_0, Q4_K_M, Q6_K, ...");
   return [o]() { return run_serve(*o); };
 }
 

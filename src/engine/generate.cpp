@@ -1,6 +1,7 @@
 // The single-sequence generation loop: see generate.h.
 #include "engine/generate.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/error.h"
@@ -71,7 +72,7 @@ GenerateResult generate(const model::Model& model, model::KvCache& cache, const 
     sampler.accept(ev.id);
     ++res.n_generated;
     if (opts.n_top_logprobs > 0) ev.logprobs = sample::log_softmax_top(logits, ev.id, opts.n_top_logprobs);
-    ev.eog = tok.is_eog(ev.id);
+    ev.eog = tok.is_eog(ev.id) || std::find(opts.eog_ids.begin(), opts.eog_ids.end(), ev.id) != opts.eog_ids.end();
     if (!ev.eog) ev.text = decoder.push(ev.id);
     const bool go_on = !cb.on_token || cb.on_token(ev);
     if (ev.eog) {

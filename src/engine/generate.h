@@ -28,6 +28,7 @@ struct GenerateOptions {
   int32_t n_predict = -1;          // max tokens to generate; -1: until end of generation or cache full
   std::vector<std::string> stop;   // stop strings (not included in the streamed text)
   int n_top_logprobs = 0;          // > 0: fill TokenEvent::logprobs with this many top entries
+  std::vector<text::TokenId> eog_ids;  // end of generation besides the tokenizer's is_eog (generation_config.json)
 };
 
 // One generated token, before stop-string processing.

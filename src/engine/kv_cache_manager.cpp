@@ -24,8 +24,13 @@ BlockHash KvCacheManager::hash_block(BlockHash parent, std::span<const int32_t> 
 }
 
 PrefixHit KvCacheManager::find_prefix(std::span<const int32_t> tokens) {
+  PrefixHit hit = lookup_prefix(tokens);
+  count_query(static_cast<int32_t>(tokens.size()), hit.n_tokens);
+  return hit;
+}
+
+PrefixHit KvCacheManager::lookup_prefix(std::span<const int32_t> tokens) const {
   PrefixHit hit;
-  queries_ += tokens.size();
   if (!prefix_caching_ || tokens.empty()) return hit;
   // NOTE: the last token always stays uncomputed: the step that computes it yields the next logits.
   const int32_t max_blocks = static_cast<int32_t>((tokens.size() - 1) / block_size_);
@@ -42,8 +47,20 @@ PrefixHit KvCacheManager::find_prefix(std::span<const int32_t> tokens) {
     parent = h;
   }
   hit.n_tokens = static_cast<int32_t>(hit.blocks.size()) * block_size_;
-  hits_ += hit.n_tokens;
   return hit;
+}
+
+std::vector<BlockHash> KvCacheManager::prefix_hashes(std::span<const int32_t> tokens) const {
+  std::vector<BlockHash> out;
+  if (tokens.empty()) return out;
+  const int32_t max_blocks = static_cast<int32_t>((tokens.size() - 1) / block_size_);
+  out.reserve(size_t(max_blocks));
+  BlockHash parent = 0;
+  for (int32_t b = 0; b < max_blocks; ++b) {
+    parent = hash_block(parent, tokens.subspan(size_t(b) * block_size_, block_size_));
+    out.push_back(parent);
+  }
+  return out;
 }
 
 bool KvCacheManager::allocate(SeqBlocks& seq, int32_t n_computed, int32_t n_new, const PrefixHit& hit) {

@@ -39,6 +39,17 @@ class KvCacheManager {
   // The longest run of cached full blocks at the start of `tokens`, leaving at least the last token
   // uncached (its logits must be computed). Counts a prefix-cache query of tokens.size() tokens.
   PrefixHit find_prefix(std::span<const int32_t> tokens);
+  // The same lookup without counting (a scheduler may look again in a later step before it admits).
+  PrefixHit lookup_prefix(std::span<const int32_t> tokens) const;
+  // Counts one admitted request's query: n_query tokens looked up, n_hit found.
+  void count_query(int32_t n_query, int32_t n_hit) {
+    queries_ += uint64_t(n_query);
+    hits_ += uint64_t(n_hit);
+  }
+  // Hashes of the full blocks find_prefix() could ever hit for `tokens` (all but the last token), in
+  // order: hash i covers tokens [0, (i + 1) * block_size).
+  std::vector<BlockHash> prefix_hashes(std::span<const int32_t> tokens) const;
+  bool prefix_caching() const { return prefix_caching_; }
 
   // Makes room for `n_new` more tokens after `n_computed` ones (with `hit` taken first, when the
   // request starts). Returns false and changes nothing if the pool cannot supply the blocks.

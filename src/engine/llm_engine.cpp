@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "engine/batch_forward.h"
+#include "engine/generation_defaults.h"
 #include "engine/paged_kv.h"
 #include "engine/scheduler.h"
 #include "format/gguf.h"
@@ -134,6 +135,7 @@ class LlmEngine final : public Engine {
   std::string apply_chat_template(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                   bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const override;
   const ModelInfo& info() const override { return info_; }
+  SamplingParams default_sampling_params() const override { return default_params_; }
   EngineStats stats() const override {
     std::lock_guard<std::mutex> lk(stats_mu_);
     return stats_;
@@ -150,6 +152,8 @@ class LlmEngine final : public Engine {
 
   EngineOptions opts_;
   ModelInfo info_;
+  SamplingParams default_params_;      // SamplingParams{} + generation_config.json
+  std::vector<bool> extra_eog_;        // by token id: generation_config.json's eos_token_id
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<text::Tokenizer> tok_;
   std::unique_ptr<text::ChatTemplate> template_;
@@ -170,7 +174,7 @@ class LlmEngine final : public Engine {
 
   // Engine thread only.
   std::map<RequestId, std::shared_ptr<Req>> active_;
-  std::vector<float> logits_;
+  std::vector<float> step_logits_;  // this step's logit rows, reused across steps
 
   mutable std::mutex stats_mu_;
   EngineStats stats_;
@@ -185,7 +189,7 @@ LlmEngine::LlmEngine(const EngineOptions& o) : opts_(o) {
   if (o.max_batched_tokens < 1) fail("max_batched_tokens {} must be >= 1", o.max_batched_tokens);
   if (o.n_ctx < 0) fail("context size {} must be > 0", o.n_ctx);
   if (o.n_threads < 0) fail("thread count {} must be >= 0", o.n_threads);
-  model_ = model::Model::load(o.model);
+  model_ = model::Model::load(o.model, {.quant = o.quant, .n_threads = o.n_threads});
   tok_ = text::Tokenizer::from_gguf(model_->file());
   const auto& hp = model_->hparams();
   std::string tmpl = o.chat_template.empty() ? tok_->chat_template() : o.chat_template;
@@ -202,6 +206,17 @@ LlmEngine::LlmEngine(const EngineOptions& o) : opts_(o) {
   info_.n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(hp.n_ctx_train > 0 ? hp.n_ctx_train : 4096, 4096);
   info_.n_params = model_->n_params();
   info_.weight_bytes = model_->weight_bytes();
+  const GenerationDefaults gen = load_generation_defaults(o.model);
+  SamplingValues sv{default_params_.temperature, default_params_.top_p, default_params_.top_k,
+                    default_params_.repetition_penalty};
+  apply_generation_defaults(gen, {}, &sv);
+  default_params_.temperature = sv.temperature;
+  default_params_.top_p = sv.top_p;
+  default_params_.top_k = sv.top_k;
+  default_params_.repetition_penalty = sv.repetition_penalty;
+  extra_eog_.assign(size_t(hp.n_vocab), false);
+  for (int32_t id : gen.eos_token_ids)
+    if (id < hp.n_vocab) extra_eog_[size_t(id)] = true;
 
   const int64_t kv_width = hp.n_head_kv * hp.head_dim;
   const uint64_t per_block = PagedKvStore::bytes_per_block(hp.n_layer, kv_width, o.kv_block_size);
@@ -226,7 +241,6 @@ LlmEngine::LlmEngine(const EngineOptions& o) : opts_(o) {
   sc.max_queue = std::max(o.max_queue, 1) + o.max_seqs;  // the inbox check below is the real bound
   sched_ = std::make_unique<Scheduler>(sc, int32_t(n_blocks), o.kv_block_size, o.prefix_caching);
   stats_.kv_blocks = int32_t(n_blocks);
-  logits_.resize(size_t(hp.n_vocab));
   pool_ = std::make_unique<ThreadPool>(o.n_threads);
   thread_ = std::thread([this] { loop(); });
 }
@@ -408,7 +422,10 @@ void LlmEngine::step() {
   std::vector<std::shared_ptr<Req>> reqs;
   std::vector<std::unique_ptr<SeqKvView>> views;
   std::vector<BatchSeq> batch;
-  std::vector<std::vector<float>> rows(out.seqs.size());
+  // Logit rows live in one buffer reused across steps (a fresh zeroed 600 KB row per sequence per step
+  // for a 151,936-token vocabulary is measurable); pointers are set once its size is known.
+  std::vector<size_t> row_off(out.seqs.size(), SIZE_MAX);
+  size_t n_logits = 0;
   for (size_t i = 0; i < out.seqs.size(); ++i) {
     const ScheduledSeq& s = out.seqs[i];
     auto r = active_.at(s.id);
@@ -424,11 +441,17 @@ void LlmEngine::step() {
     const bool want_prompt_lp = r->params.prompt_logprobs >= 0 && s.pos < r->sched->n_prompt;
     b.all_logits = want_prompt_lp;
     if (s.samples || want_prompt_lp) {
-      rows[i].resize(size_t((b.all_logits ? s.n_tokens : 1) * n_vocab));
-      b.logits = rows[i].data();
+      row_off[i] = n_logits;
+      n_logits += size_t((b.all_logits ? s.n_tokens : 1) * n_vocab);
     }
     batch.push_back(b);
   }
+  // A rare huge step (prompt logprobs over a long chunk) does not pin its buffer for the server's life.
+  constexpr size_t kKeepLogits = size_t{16} << 20;  // floats
+  if (step_logits_.size() > kKeepLogits && n_logits <= kKeepLogits) std::vector<float>().swap(step_logits_);
+  if (step_logits_.size() < n_logits) step_logits_.resize(n_logits);
+  for (size_t i = 0; i < batch.size(); ++i)
+    if (row_off[i] != SIZE_MAX) batch[i].logits = step_logits_.data() + row_off[i];
   forward_batch(*model_, batch, *pool_);
 
   std::vector<int32_t> sampled(out.seqs.size(), -1);
@@ -454,7 +477,7 @@ void LlmEngine::step() {
       for (int32_t j = 0; j < s.n_tokens; ++j) {
         const int32_t target = s.pos + j + 1;
         if (target >= r.sched->n_prompt) break;
-        auto lp = sample::log_softmax_top(std::span<const float>(rows[i].data() + size_t(j) * n_vocab, n_vocab),
+        auto lp = sample::log_softmax_top(std::span<const float>(batch[i].logits + size_t(j) * n_vocab, n_vocab),
                                           toks[target], top);
         TokenInfo ti;
         ti.id = toks[target];
@@ -469,14 +492,14 @@ void LlmEngine::step() {
       zero_done.push_back(i);
       continue;
     }
-    const float* row = rows[i].data() + (batch[i].all_logits ? size_t(s.n_tokens - 1) * n_vocab : 0);
+    const float* row = batch[i].logits + (batch[i].all_logits ? size_t(s.n_tokens - 1) * n_vocab : 0);
     std::span<const float> lrow(row, size_t(n_vocab));
     const TokenId t = r.sampler->sample(lrow);
     r.sampler->accept(t);
     sampled[i] = t;
     ++n_gen;
     bool is_stop = false;
-    if (!r.params.ignore_eos && tok_->is_eog(t)) is_stop = true;
+    if (!r.params.ignore_eos && (tok_->is_eog(t) || extra_eog_[size_t(t)])) is_stop = true;
     for (TokenId st : r.params.stop_token_ids)
       if (st == t) is_stop = true;
     stop_flags[i] = is_stop;

@@ -67,23 +67,55 @@ SchedulerOutput Scheduler::schedule() {
     ++i;
   }
   // 2. Waiting requests in order, unless something was preempted this step (memory is short).
-  while (out.preempted.empty() && budget > 0 && !waiting_.empty() &&
-         static_cast<int32_t>(running_.size()) < cfg_.max_seqs) {
-    auto r = waiting_.front();
+  // NOTE: blocks that running requests have still to compute (their hashes are known from their
+  // tokens) are "in flight": a waiting request that would compute the same blocks waits for them
+  // when that saves at least min_shared_wait_tokens (see the header); a short shared head, such as a
+  // chat template's first block, is not worth a step of latency.
+  std::unordered_set<BlockHash> in_flight;
+  const bool defer = kv_.prefix_caching() && cfg_.min_shared_wait_tokens > 0;
+  const int32_t bs = kv_.block_size();
+  auto add_in_flight = [&](SchedRequest& r) {
+    for (size_t b = size_t(r.n_computed / bs); b < r.prefix_hashes.size(); ++b) in_flight.insert(r.prefix_hashes[b]);
+  };
+  if (defer)
+    for (const auto& r : running_) add_in_flight(*r);
+  for (size_t w = 0; out.preempted.empty() && budget > 0 && w < waiting_.size() &&
+                     static_cast<int32_t>(running_.size()) < cfg_.max_seqs;) {
+    auto r = waiting_[w];
     const int32_t known = static_cast<int32_t>(r->tokens.size());
-    PrefixHit hit = r->skip_prefix_cache ? PrefixHit{} : kv_.find_prefix(std::span<const int32_t>(r->tokens));
+    const bool use_cache = !r->skip_prefix_cache && kv_.prefix_caching();
+    PrefixHit hit = use_cache ? kv_.lookup_prefix(std::span<const int32_t>(r->tokens)) : PrefixHit{};
+    if (use_cache && defer && shared_in_flight(*r, hit.blocks.size(), in_flight) >= cfg_.min_shared_wait_tokens) {
+      ++w;
+      continue;
+    }
     const int32_t n_new = std::min(known - hit.n_tokens, budget);
     if (!kv_.allocate(r->blocks, hit.n_tokens, n_new, hit)) break;
-    waiting_.pop_front();
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
+    if (!r->skip_prefix_cache) kv_.count_query(known, hit.n_tokens);
     r->n_computed = hit.n_tokens;
     r->n_cached_prompt = std::min(hit.n_tokens, r->n_prompt);
     r->status = RequestStatus::Running;
     running_.push_back(r);
+    if (defer && use_cache) add_in_flight(*r);
     out.seqs.push_back({r->id, r->n_computed, n_new, r->n_computed + n_new == known});
     out.n_tokens += n_new;
     budget -= n_new;
   }
   return out;
+}
+
+int32_t Scheduler::shared_in_flight(SchedRequest& r, size_t n_hit_blocks,
+                                    const std::unordered_set<BlockHash>& in_flight) const {
+  const int32_t known = static_cast<int32_t>(r.tokens.size());
+  if (r.n_known_hashed != known) {
+    r.prefix_hashes = kv_.prefix_hashes(std::span<const int32_t>(r.tokens));
+    r.n_known_hashed = known;
+  }
+  int32_t n = 0;
+  for (size_t b = n_hit_blocks; b < r.prefix_hashes.size() && in_flight.count(r.prefix_hashes[b]); ++b)
+    n += kv_.block_size();
+  return n;
 }
 
 void Scheduler::advance(const SchedulerOutput& out, const std::vector<int32_t>& sampled,

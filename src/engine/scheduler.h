@@ -6,6 +6,10 @@
 // arrival order. A long prompt is therefore prefilled in chunks, mixed with other requests' single-token
 // decode steps. When the KV pool runs out, the newest running request is preempted: its blocks are
 // freed and it goes back to the front of the waiting queue, to be recomputed later (never failed).
+// A waiting request whose next uncached prompt blocks (at least min_shared_wait_tokens of them) are
+// being computed right now by a running request waits for them instead of computing them again, so a
+// long system prompt shared by requests that arrive together is prefilled once; requests behind it
+// may be admitted meanwhile.
 // Not thread-safe: one engine thread owns the scheduler.
 #pragma once
 
@@ -13,6 +17,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/kv_cache_manager.h"
@@ -36,6 +41,10 @@ struct SchedRequest {
   int32_t n_cached_prompt = 0;  // prompt tokens served from the prefix cache at the last admission
   int32_t n_preemptions = 0;
   bool skip_prefix_cache = false;  // e.g. prompt logprobs wanted: every prompt position is computed
+  // Scheduler-private: hashes of the full blocks of tokens[0, n_known_hashed - 1), computed when the
+  // request is first considered for admission (see KvCacheManager::prefix_hashes).
+  std::vector<BlockHash> prefix_hashes;
+  int32_t n_known_hashed = -1;
 
   int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
 };
@@ -44,6 +53,9 @@ struct SchedulerConfig {
   int32_t max_batched_tokens = 512;  // token budget per step
   int32_t max_seqs = 16;             // requests running at once
   int32_t max_queue = 256;           // waiting requests admitted before add() refuses
+  // A waiting request defers admission while at least this many of its next prompt tokens (whole
+  // blocks) are being computed by a running request; 0 disables deferral.
+  int32_t min_shared_wait_tokens = 128;
 };
 
 struct ScheduledSeq {
@@ -90,6 +102,10 @@ class Scheduler {
 
  private:
   void preempt(const std::shared_ptr<SchedRequest>& r);
+  // Tokens at the start of r's uncached blocks (after `n_hit_blocks` cached ones) that running
+  // requests are computing now (blocks listed in `in_flight`).
+  int32_t shared_in_flight(SchedRequest& r, size_t n_hit_blocks,
+                           const std::unordered_set<BlockHash>& in_flight) const;
   void finish_request(const std::shared_ptr<SchedRequest>& r, FinishReason reason);
   void advance(const SchedulerOutput& out, const std::vector<int32_t>& sampled,
                std::vector<std::shared_ptr<SchedRequest>>& finished, const std::vector<bool>& stop_flags);

@@ -95,7 +95,8 @@ bool same_file(const std::string& a, const std::string& b) {
   return !ec && !ec2 && ca == cb;
 }
 
-// Converts `t` (rows of t.shape[0] elements) to `to`, rows split over the pool.
+}  // namespace
+
 std::vector<uint8_t> convert_tensor(const TensorInfo& t, DType to, ThreadPool& pool) {
   const DTypeTraits* src = dtype_traits(t.type);
   const DTypeTraits* dst = dtype_traits(to);
@@ -118,6 +119,8 @@ std::vector<uint8_t> convert_tensor(const TensorInfo& t, DType to, ThreadPool& p
   });
   return out;
 }
+
+namespace {
 
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string out;

@@ -101,6 +101,11 @@ std::vector<DType> plan_quantization(const ModelDesc& model, const std::vector<T
 // tensors outside "blk.N." first, then by layer, ties by name.
 std::vector<size_t> llama_weight_order(const std::vector<TensorDesc>& tensors);
 
+struct TensorInfo;
+// `t` (rows of t.shape[0] elements, a type with to_float) converted to `to` with its reference
+// from_float, rows split over the pool: what quantize_model does to each tensor that changes type.
+std::vector<uint8_t> convert_tensor(const TensorInfo& t, DType to, ThreadPool& pool);
+
 struct QuantizeStats {
   uint64_t bytes_in = 0, bytes_out = 0;
   int n_tensors = 0;

@@ -60,6 +60,10 @@ std::string RepoCache::snapshot_path(const std::string& commit, const std::strin
   return (fs::path(root_) / "snapshots" / commit / file).string();
 }
 
+std::string RepoCache::snapshot_dir(const std::string& commit) const {
+  return (fs::path(root_) / "snapshots" / commit).string();
+}
+
 std::optional<std::string> RepoCache::resolve_revision(const std::string& revision) const {
   if (is_commit_hash(revision)) return revision;
   std::ifstream in(fs::path(root_) / "refs" / revision);

@@ -27,6 +27,7 @@ class RepoCache {
   // is created.
   std::string lock_path(const std::string& etag) const;
   std::string snapshot_path(const std::string& commit, const std::string& file) const;
+  std::string snapshot_dir(const std::string& commit) const;  // <root>/snapshots/<commit>, no trailing '/'
 
   // The commit `revision` stands for: itself when it is a commit hash, else refs/<revision>.
   std::optional<std::string> resolve_revision(const std::string& revision) const;

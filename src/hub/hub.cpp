@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "hub/cache.h"
+#include "hub/checkpoint_select.h"
 #include "hub/client.h"
 #include "hub/download.h"
 #include "hub/http.h"
@@ -178,25 +179,119 @@ RepoInfo repo_info(const std::string& repo, const HubOptions& opts, const std::s
   return repo_info_for(repo, opts, revision, repo);
 }
 
+namespace {
+
+[[noreturn]] void fail_offline_gguf(const RepoCache& cache, const HfSpec& spec) {
+  auto commit = cache.resolve_revision("main");
+  auto have = commit ? available_quants(cache.snapshot_files(*commit)) : std::vector<std::string>{};
+  fail("{}:{} is not in the cache {} and offline mode is on (--offline / HF_HUB_OFFLINE); cached quants: {}; "
+       "run without --offline to download it, or pass -m FILE.gguf",
+       spec.repo, spec.quant.empty() ? kDefaultQuant : spec.quant, cache.root(), have.empty() ? "none" : join(have));
+}
+
+std::string download_gguf(const HubOptions& opts, const RepoCache& cache, const HfSpec& spec, const RepoInfo& info) {
+  auto parts = select_gguf(spec.repo, info.files, spec.quant);
+  auto paths = download_all(opts, cache, spec.repo, info.commit, parts);
+  cache.write_ref("main", info.commit);
+  return paths[0];
+}
+
+std::string read_small_file(const std::string& path, size_t max_bytes) {
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) fail("{}: cannot open: {}", path, ec.message());
+  if (size > max_bytes) fail("{}: larger than {} MB, not a safetensors index", path, max_bytes >> 20);
+  std::ifstream in(path, std::ios::binary);
+  std::string s(size_t(size), '\0');
+  if (!in || !in.read(s.data(), static_cast<std::streamsize>(s.size()))) fail("{}: cannot read", path);
+  return s;
+}
+
+// The shards that the cached index of snapshot `commit` names; nullopt when the index or a shard is
+// not in the cache (or the index is unreadable: then the download path reports it).
+std::optional<std::vector<std::string>> cached_shards(const RepoCache& cache, const std::string& commit) {
+  if (!cache.has_file(commit, kSafetensorsIndex)) return std::nullopt;
+  try {
+    const std::string idx = cache.snapshot_path(commit, kSafetensorsIndex);
+    auto shards = index_shards(read_small_file(idx, kMaxApiBytes), idx);
+    for (const auto& s : shards)
+      if (!cache.has_file(commit, s)) return std::nullopt;
+    return shards;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// The cached checkpoint folder snapshots/<refs/main>/ when the snapshot holds no GGUF and every file
+// the checkpoint needs (shards included) is there.
+std::optional<std::string> find_cached_checkpoint(const RepoCache& cache, const std::string& repo) {
+  auto commit = cache.resolve_revision("main");
+  if (!commit) return std::nullopt;
+  auto files = cache.snapshot_files(*commit);
+  if (has_model_gguf(files)) return std::nullopt;
+  try {
+    auto plan = select_checkpoint(repo, files);
+    if (std::find(plan.begin(), plan.end(), kSafetensorsIndex) != plan.end() && !cached_shards(cache, *commit))
+      return std::nullopt;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  return cache.snapshot_dir(*commit);
+}
+
+// NOTE: the index is downloaded before the shards so that a shard the repo lacks fails before any
+// large download starts.
+std::string download_checkpoint(const HubOptions& opts, const RepoCache& cache, const std::string& repo,
+                                const RepoInfo& info, const std::vector<std::string>& plan) {
+  auto paths = download_all(opts, cache, repo, info.commit, plan);
+  auto it = std::find(plan.begin(), plan.end(), kSafetensorsIndex);
+  if (it != plan.end()) {
+    const std::string& idx = paths[size_t(it - plan.begin())];
+    auto shards = index_shards(read_small_file(idx, kMaxApiBytes), repo + "/" + kSafetensorsIndex);
+    for (const auto& s : shards)
+      if (std::find(info.files.begin(), info.files.end(), s) == info.files.end())
+        fail("{}: {} names the shard {}, which the repo does not have", repo, kSafetensorsIndex, s);
+    download_all(opts, cache, repo, info.commit, shards);
+  }
+  cache.write_ref("main", info.commit);
+  return cache.snapshot_dir(info.commit);
+}
+
+}  // namespace
+
 std::string resolve_gguf(const std::string& spec_text, const HubOptions& opts) {
   HfSpec spec = parse_hf_spec(spec_text);
   check_cache_dir(opts);
   RepoCache cache(opts.cache_dir, spec.repo);
   auto cached = find_cached_gguf(cache, spec);
   if (cached && (!opts.refresh || opts.offline)) return *cached;
+  if (opts.offline) fail_offline_gguf(cache, spec);
+  return download_gguf(opts, cache, spec, repo_info_for(spec.repo, opts, "main", spec_text));
+}
+
+std::string resolve_model(const std::string& spec_text, const HubOptions& opts) {
+  HfSpec spec = parse_hf_spec(spec_text);
+  check_cache_dir(opts);
+  RepoCache cache(opts.cache_dir, spec.repo);
+  if (!opts.refresh || opts.offline) {
+    if (auto g = find_cached_gguf(cache, spec)) return *g;
+    if (spec.quant.empty())
+      if (auto d = find_cached_checkpoint(cache, spec.repo)) return *d;
+  }
   if (opts.offline) {
     auto commit = cache.resolve_revision("main");
-    auto have = commit ? available_quants(cache.snapshot_files(*commit)) : std::vector<std::string>{};
-    fail("{}:{} is not in the cache {} and offline mode is on (--offline / HF_HUB_OFFLINE); cached quants: {}; "
-         "run without --offline to download it, or pass -m FILE.gguf",
-         spec.repo, spec.quant.empty() ? kDefaultQuant : spec.quant, cache.root(),
-         have.empty() ? "none" : join(have));
+    if (!spec.quant.empty() || (commit && has_model_gguf(cache.snapshot_files(*commit))))
+      fail_offline_gguf(cache, spec);
+    fail("{} is not in the cache {} (neither a .gguf nor a complete safetensors checkpoint) and offline mode is on "
+         "(--offline / HF_HUB_OFFLINE); run without --offline to download it", spec.repo, cache.root());
   }
   RepoInfo info = repo_info_for(spec.repo, opts, "main", spec_text);
-  auto parts = select_gguf(spec.repo, info.files, spec.quant);
-  auto paths = download_all(opts, cache, spec.repo, info.commit, parts);
-  cache.write_ref("main", info.commit);
-  return paths[0];
+  if (has_model_gguf(info.files)) return download_gguf(opts, cache, spec, info);
+  auto plan = select_checkpoint(spec.repo, info.files);
+  if (!spec.quant.empty())
+    fail("{}: the repo has no .gguf files, so ':{}' selects nothing; pass -hf {} to download its safetensors "
+         "checkpoint", spec.repo, spec.quant, spec.repo);
+  return download_checkpoint(opts, cache, spec.repo, info, plan);
 }
 
 std::vector<std::string> fetch_files(const std::string& repo, const std::vector<std::string>& files,

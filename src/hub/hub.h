@@ -1,7 +1,8 @@
 // Model downloads from a Hugging Face-compatible hub (-hf REPO[:QUANT]) and the local cache.
 //
 // resolve_gguf() turns "Qwen/Qwen2.5-1.5B-Instruct-GGUF:Q4_K_M" into a local file path, downloading
-// into the cache when needed (progress bar on a terminal, resume of partial files, sha256 check against
+// into the cache when needed; resolve_model() (what -hf uses) does the same and, for a repo without .gguf
+// files, downloads its safetensors checkpoint and returns the snapshot folder instead (progress bar on a terminal, resume of partial files, sha256 check against
 // the hub's ETag when it is one). HF_ENDPOINT and HF_TOKEN are honoured as huggingface_hub does; offline
 // mode answers from the cache only. Failures throw ignis::Error with one line naming host, file and the
 // way out (--offline / -m). Thread-safe: functions hold no global state besides the cache folder;
@@ -55,6 +56,15 @@ HubOptions with_env_defaults(HubOptions o);
 // case-insensitive), downloading it if needed. Split GGUFs (NAME-00001-of-0000N.gguf) download all
 // parts; the path of the first part is returned (the others are beside it).
 std::string resolve_gguf(const std::string& spec, const HubOptions& opts);
+
+// "REPO[:QUANT]" -> local model path. A repo with .gguf files: as resolve_gguf. A repo without: its
+// safetensors checkpoint (see checkpoint_select.h for exactly which files: config, generation config,
+// weights with every shard of model.safetensors.index.json, tokenizer files), downloaded into one
+// snapshot; the snapshot FOLDER <cache_dir>/models--ORG--NAME/snapshots/<commit> is returned. Cache
+// first as above: a complete cached checkpoint is returned without requests. A QUANT on a repo without
+// .gguf files, a repo with neither, or an index naming a shard the repo lacks throws ignis::Error
+// naming the repo and what is missing.
+std::string resolve_model(const std::string& spec, const HubOptions& opts);
 
 // Downloads (or finds in the cache) the listed files of a repo at `revision`; returns local paths in the
 // same order.

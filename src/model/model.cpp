@@ -6,11 +6,19 @@
 
 #include "core/error.h"
 #include "format/gguf.h"
+#include "format/hf_load.h"
 #include "model/registry.h"
 
 namespace ignis::model {
 
+// NOTE: a folder is a Hugging Face checkpoint, converted in memory by the code of `ignis convert`
+// (format/hf_load.h), so both paths bind weights from the same GGUF layout. --quant is refused for GGUF
+// files rather than requantizing already-quantized weights; `ignis quantize` does that explicitly.
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
+  if (hf::is_hf_folder(path)) return load(hf::load_hf_folder(path, {opts.quant, opts.n_threads}), opts);
+  if (!opts.quant.empty())
+    fail("{}: --quant {} applies to Hugging Face model folders; quantize a GGUF file with `ignis quantize`", path,
+         opts.quant);
   std::shared_ptr<const gguf::GgufFile> file = gguf::GgufFile::open(path);
   return load(std::move(file), opts);
 }

@@ -1,6 +1,6 @@
 // A loaded transformer: hyperparameters, weights bound to the memory-mapped file, and the forward pass.
 //
-// Model::load opens a GGUF, looks up the architecture in the registry (keyed by general.architecture),
+// Model::load opens a GGUF (or builds one in memory from a Hugging Face folder), looks up the architecture in the registry (keyed by general.architecture),
 // validates every tensor's presence, type and shape against the hyperparameters, and binds weights
 // in place (no copy). A Model is immutable after load; forward() mutates only the KvCache it is given and
 // uses the ThreadPool given to it, so two threads may run forward() concurrently on distinct caches with
@@ -73,12 +73,17 @@ struct SeqBatch {
 
 struct LoadOptions {
   bool validate_only = false;  // load and check, used by tests of bad files
+  // Hugging Face folders only (format/hf_load.h): quantize the weights at load time, in memory, as
+  // `ignis quantize` would ("" = keep the checkpoint's F32/F16/BF16). Refused for GGUF files.
+  std::string quant;
+  int n_threads = 0;  // threads for that quantization (0: all hardware threads)
 };
 
 class Model {
  public:
   virtual ~Model() = default;
 
+  // `path` is a GGUF file or a Hugging Face model folder (config.json, safetensors, tokenizer files).
   // Throws ignis::Error naming the file and the problem (missing key/tensor, bad shape, bad type, ...).
   static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& opts = {});
   static std::unique_ptr<Model> load(std::shared_ptr<const gguf::GgufFile> file,

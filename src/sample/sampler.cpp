@@ -150,6 +150,48 @@ TokenId argmax(std::span<const float> logits) {
   return best;
 }
 
+// NOTE: the same result as adding the biases to a copy of the row and taking argmax(), without the
+// copy: a model with a padded vocabulary bans a few hundred ids on every step of every request, and
+// copying a 151,936-entry row per token showed up in greedy serving.
+TokenId argmax_biased(std::span<const float> logits, const std::map<TokenId, float>& bias) {
+  TokenId best = -1;
+  float best_l = -std::numeric_limits<float>::infinity();
+  size_t i = 0;
+  // Scans [i, end): the segment's maximum with independent lanes (NaN never wins a comparison), then its
+  // first position; strictly greater than the best so far, so the lowest id keeps winning ties.
+  auto scan = [&](size_t end) {
+    constexpr size_t kLanes = 8;
+    float lane[kLanes];
+    for (float& l : lane) l = -std::numeric_limits<float>::infinity();
+    size_t j = i;
+    for (; j + kLanes <= end; j += kLanes)
+      for (size_t k = 0; k < kLanes; ++k) lane[k] = logits[j + k] > lane[k] ? logits[j + k] : lane[k];
+    float m = -std::numeric_limits<float>::infinity();
+    for (float l : lane) m = l > m ? l : m;
+    for (; j < end; ++j) m = logits[j] > m ? logits[j] : m;
+    if (m > best_l) {
+      size_t at = i;
+      while (!(logits[at] == m)) ++at;
+      best_l = m;
+      best = static_cast<TokenId>(at);
+    }
+    i = end;
+  };
+  for (const auto& [id, b] : bias) {
+    if (id < 0 || static_cast<size_t>(id) >= logits.size()) continue;
+    scan(static_cast<size_t>(id));
+    const float v = logits[id] + b;
+    if (v > best_l) {
+      best_l = v;
+      best = id;
+    }
+    i = static_cast<size_t>(id) + 1;
+  }
+  scan(logits.size());
+  if (best < 0) fail("sampling: every logit is -inf or NaN, no token can be chosen");
+  return best;
+}
+
 size_t draw(std::vector<Candidate>& c, double u) {
   if (c.empty()) fail("sampling: no candidate token left to draw from");
   float max_l = c[0].logit;
@@ -210,6 +252,7 @@ TokenId Sampler::sample(std::span<const float> logits) {
   const bool penalize = p.repeat_last_n > 0 && !counts_.empty() &&
                         (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f);
   std::span<const float> row = logits;
+  if (p.temperature <= 0.0f && !penalize) return argmax_biased(logits, p.logit_bias);
   if (penalize || !p.logit_bias.empty()) {
     biased_.assign(logits.begin(), logits.end());
     for (const auto& [id, bias] : p.logit_bias) biased_[id] += bias;

@@ -64,6 +64,8 @@ void apply_temperature(std::vector<Candidate>& c, float t);   // t > 0: logit /=
 // Greedy: index into logits of the largest value (ties -> lowest index). Non-finite NaN values are
 // skipped; throws ignis::Error if no value is larger than -inf.
 TokenId argmax(std::span<const float> logits);
+// argmax(logits + bias) without materialising the biased row (ids outside the row are ignored).
+TokenId argmax_biased(std::span<const float> logits, const std::map<TokenId, float>& bias);
 // Draws from softmax(c.logit) with the uniform value u in [0, 1): the first candidate (in c's order)
 // whose running probability sum reaches u * total. Fills c[i].p.
 size_t draw(std::vector<Candidate>& c, double u);

@@ -55,8 +55,9 @@ std::optional<std::string> opt_str(const json& b, const char* key) {
   return it->get<std::string>();
 }
 
-CommonFields parse_common(const json& b) {
+CommonFields parse_common(const json& b, const SamplingParams& defaults) {
   CommonFields f;
+  f.params = defaults;
   SamplingParams& p = f.params;
   if (auto v = opt_number(b, "temperature", 0, 2)) p.temperature = float(*v);
   if (auto v = opt_number(b, "top_p", 0, 1)) {

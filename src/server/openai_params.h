@@ -27,7 +27,8 @@ std::optional<std::string> opt_str(const nlohmann::ordered_json& b, const char* 
 
 // Fields common to both routes: temperature, top_p, top_k, min_p, presence/frequency/repetition
 // penalties, seed, stop, logit_bias, max_tokens / max_completion_tokens (returned as max_tokens < 0 when
-// absent), n (returned separately).
+// absent), n (returned separately). Fields absent from the body keep their value in `defaults` (the
+// engine's default_sampling_params(): the model's generation_config.json values).
 struct CommonFields {
   SamplingParams params;
   bool max_tokens_given = false;
@@ -35,7 +36,7 @@ struct CommonFields {
   bool stream = false;
   bool include_usage = false;
 };
-CommonFields parse_common(const nlohmann::ordered_json& body);
+CommonFields parse_common(const nlohmann::ordered_json& body, const SamplingParams& defaults = {});
 
 // JSON dump that never throws on invalid UTF-8 (bytes are replaced with U+FFFD).
 std::string dump(const nlohmann::ordered_json& j);

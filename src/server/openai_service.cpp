@@ -384,7 +384,7 @@ void OpenAiService::models(std::shared_ptr<Exchange> ex) {
 }
 
 void OpenAiService::chat_completions(const json& body, std::shared_ptr<Exchange> ex) {
-  CommonFields f = parse_common(body);
+  CommonFields f = parse_common(body, engine_ ? engine_->default_sampling_params() : SamplingParams{});
   json messages = normalize_messages(body.contains("messages") ? body["messages"] : json());
   json tools = body.contains("tools") && !body["tools"].is_null() ? body["tools"] : json(nullptr);
   if (!tools.is_null() && !tools.is_array()) bad_param("tools", "'tools' must be an array");
@@ -414,7 +414,7 @@ void OpenAiService::chat_completions(const json& body, std::shared_ptr<Exchange>
 }
 
 void OpenAiService::completions(const json& body, std::shared_ptr<Exchange> ex) {
-  CommonFields f = parse_common(body);
+  CommonFields f = parse_common(body, engine_ ? engine_->default_sampling_params() : SamplingParams{});
   auto job = std::make_shared<GenerationJob>();
   job->svc = this;
   job->ex = ex;

@@ -180,3 +180,37 @@ TEST(Engine, ChatUsesTheTemplateAndShutdownIsIdempotent) {
   e->shutdown();
   EXPECT_THROW(e->submit({1, 2}, greedy(2), nullptr), ignis::Error);
 }
+
+TEST(Engine, SharedSystemPromptArrivingTogetherIsPrefilledOnceWithUnchangedTokens) {
+  std::string head;
+  for (int i = 0; i < 10; ++i) head += "Lily and Ben played in the park with a big red ball. ";
+  ignis::EngineOptions o;
+  o.model = kModel;
+  o.n_threads = 2;
+  o.n_ctx = 512;
+  o.max_batched_tokens = 256;  // room for more than one request in a step
+  auto e = ignis::Engine::load(o);
+  const std::vector<ignis::TokenId> head_ids = e->tokenize(head, true, false);
+  ASSERT_GE(head_ids.size(), 160u);
+  std::vector<std::vector<ignis::TokenId>> prompts;
+  size_t max_tail = 0;
+  for (const auto& p : kPrompts) {
+    auto ids = head_ids;
+    auto tail = e->tokenize(p, false, false);
+    ids.insert(ids.end(), tail.begin(), tail.end());
+    max_tail = std::max(max_tail, tail.size());
+    prompts.push_back(ids);
+  }
+  auto together = e->generate(prompts, greedy(20));
+  const ignis::EngineStats st = e->stats();
+  // The head is computed once; each request computes at most its tail and the head's partial block.
+  EXPECT_LE(st.prompt_tokens, head_ids.size() + prompts.size() * (max_tail + 16));
+  EXPECT_GE(st.prefix_hits, (prompts.size() - 1) * (head_ids.size() / 16 * 16 - 16));
+  // Tokens equal those of each prompt alone on an engine without a prefix cache.
+  o.prefix_caching = false;
+  auto plain = ignis::Engine::load(o);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto alone = plain->generate(std::vector<std::vector<ignis::TokenId>>{prompts[i]}, greedy(20))[0];
+    EXPECT_EQ(together[i].token_ids, alone.token_ids) << kPrompts[i];
+  }
+}

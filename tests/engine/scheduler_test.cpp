@@ -136,3 +136,110 @@ TEST(Scheduler, StopTokenFinishesWithReasonStop) {
   EXPECT_EQ(fin[0]->finish, FinishReason::Stop);
   EXPECT_EQ(fin[0]->tokens.back(), 2);
 }
+
+namespace {
+
+// A request whose prompt is `shared` tokens of a common head (2000, 2001, ...) then `own` tokens of its
+// own (first_own, first_own + 1, ...).
+std::shared_ptr<SchedRequest> make_shared_head(RequestId id, int32_t shared, int32_t own, int32_t first_own,
+                                               int32_t max_new = 4) {
+  auto r = std::make_shared<SchedRequest>();
+  r->id = id;
+  for (int32_t i = 0; i < shared; ++i) r->tokens.push_back(2000 + i);
+  for (int32_t i = 0; i < own; ++i) r->tokens.push_back(first_own + i);
+  r->n_prompt = shared + own;
+  r->max_new_tokens = max_new;
+  return r;
+}
+
+}  // namespace
+
+TEST(Scheduler, SharedHeadArrivingTogetherIsPrefilledOnce) {
+  SchedulerConfig cfg;
+  cfg.max_batched_tokens = 32;
+  cfg.min_shared_wait_tokens = 8;
+  Scheduler s(cfg, 64, 4);
+  s.add(make_shared_head(1, 12, 2, 100));  // 14 tokens: blocks 0..2 are the shared head
+  s.add(make_shared_head(2, 12, 4, 200));  // 16 tokens: the same three blocks, then its own
+  // r2's three head blocks are being computed by r1: it waits instead of computing them too.
+  EXPECT_EQ(describe(step(s)), "r1@0+14* ");
+  EXPECT_EQ(s.n_waiting(), 1u);
+  // Now they are cached: r2 starts after them.
+  EXPECT_EQ(describe(step(s)), "r1@14+1* r2@12+4* ");
+  EXPECT_EQ(s.kv().prefix_queries(), 30u);  // counted once per admitted request
+  EXPECT_EQ(s.kv().prefix_hits(), 12u);
+}
+
+TEST(Scheduler, SharedHeadInChunksWaitsUntilTheWholeHeadIsCached) {
+  SchedulerConfig cfg;
+  cfg.max_batched_tokens = 8;
+  cfg.min_shared_wait_tokens = 8;
+  Scheduler s(cfg, 64, 4);
+  s.add(make_shared_head(1, 16, 2, 100));  // 18 tokens: head blocks 0..3
+  s.add(make_shared_head(2, 16, 3, 200));
+  EXPECT_EQ(describe(step(s)), "r1@0+8 ");
+  // Blocks 0, 1 are cached now, but 2, 3 (8 tokens) are still in flight in r1.
+  EXPECT_EQ(describe(step(s)), "r1@8+8 ");
+  EXPECT_EQ(describe(step(s)), "r1@16+2* r2@16+3* ");
+  auto r2 = s.find(2);
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->n_cached_prompt, 16);
+}
+
+TEST(Scheduler, RequestBehindADeferredOneIsAdmitted) {
+  SchedulerConfig cfg;
+  cfg.max_batched_tokens = 32;
+  cfg.min_shared_wait_tokens = 8;
+  Scheduler s(cfg, 64, 4);
+  s.add(make_shared_head(1, 12, 2, 100));
+  s.add(make_shared_head(2, 12, 4, 200));  // waits for r1's head
+  s.add(make(3, 5, 4, 5000));              // unrelated: runs at once
+  EXPECT_EQ(describe(step(s)), "r1@0+14* r3@0+5* ");
+  EXPECT_EQ(describe(step(s)), "r1@14+1* r3@5+1* r2@12+4* ");
+}
+
+TEST(Scheduler, ShortSharedHeadIsNotWorthWaitingFor) {
+  SchedulerConfig cfg;
+  cfg.max_batched_tokens = 32;
+  cfg.min_shared_wait_tokens = 8;
+  Scheduler s(cfg, 64, 4);
+  s.add(make_shared_head(1, 4, 3, 100));  // one shared block (4 tokens) < 8
+  s.add(make_shared_head(2, 4, 3, 200));
+  EXPECT_EQ(describe(step(s)), "r1@0+7* r2@0+7* ");
+}
+
+TEST(Scheduler, DeferralCanBeDisabled) {
+  SchedulerConfig cfg;
+  cfg.max_batched_tokens = 32;
+  cfg.min_shared_wait_tokens = 0;
+  Scheduler s(cfg, 64, 4);
+  s.add(make_shared_head(1, 12, 2, 100));
+  s.add(make_shared_head(2, 12, 4, 200));
+  EXPECT_EQ(describe(step(s)), "r1@0+14* r2@0+16* ");
+}
+
+TEST(Scheduler, PromptLogprobRequestsNeverWait) {
+  SchedulerConfig cfg;
+  cfg.max_batched_tokens = 32;
+  cfg.min_shared_wait_tokens = 8;
+  Scheduler s(cfg, 64, 4);
+  s.add(make_shared_head(1, 12, 2, 100));
+  auto r2 = make_shared_head(2, 12, 4, 200);
+  r2->skip_prefix_cache = true;
+  s.add(r2);
+  EXPECT_EQ(describe(step(s)), "r1@0+14* r2@0+16* ");
+}
+
+TEST(Scheduler, PrefixQueryIsCountedOnceWhenTheRequestIsAdmitted) {
+  SchedulerConfig cfg;
+  Scheduler s(cfg, 4, 4);
+  s.add(make(1, 12, 4, 100));  // 3 blocks now, 4 when done
+  s.add(make(2, 5, 1, 200));   // needs 2 blocks: waits until r1 finishes
+  EXPECT_EQ(describe(step(s)), "r1@0+12* ");
+  EXPECT_EQ(describe(step(s)), "r1@12+1* ");
+  EXPECT_EQ(describe(step(s)), "r1@13+1* ");
+  EXPECT_EQ(describe(step(s)), "r1@14+1* ");
+  EXPECT_EQ(describe(step(s)), "r2@0+5* ");
+  // Four looks at r2 while the pool was full count nothing: 12 + 5 tokens queried.
+  EXPECT_EQ(s.kv().prefix_queries(), 17u);
+}

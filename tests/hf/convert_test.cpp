@@ -17,84 +17,29 @@
 #include "format/hf_convert.h"
 #include "model/model.h"
 #include "text/tokenizer.h"
+#include "hf_model_util.h"
 #include "hf_test_util.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kTok = std::string(IGNIS_SHARED_DIR) + "/hf-tokenizers/qwen2";
+using ignis::test::Diff;
+const std::string& kTok = ignis::test::kQwen2Tok;
 
-// Writes the folder `name` with the same flags as scripts/ref/hf_goldens.sh.
+// Folders use the same flags as scripts/ref/hf_goldens.sh.
 std::string make_folder(const std::string& name, const std::string& flags) {
-  const std::string mkhf = std::string(IGNIS_BINARY_DIR) + "/bin/ignis-mkhf";
-  if (!fs::exists(mkhf)) throw std::runtime_error("build the ignis-mkhf target first: " + mkhf);
-  const std::string dir = ignis::test::temp_dir("conv_" + name);
-  const std::string cmd = mkhf + " " + flags + " --tokenizer '" + kTok + "' -o '" + dir + "'";
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
-  return dir;
+  return ignis::test::make_hf_folder("conv_" + name, flags);
 }
 
-// NAME.logits.json: torch; NAME.q8_0.llamacpp.json: llama.cpp on the q8_0 file ignis convert wrote.
 nlohmann::json golden(const std::string& name, const std::string& kind = "logits") {
-  std::ifstream in(std::string(IGNIS_TEST_DATA) + "/hf/" + name + "." + kind + ".json");
-  return nlohmann::json::parse(in);
+  return ignis::test::hf_golden(name, kind);
 }
 
-struct Diff {
-  double rel = 0;       // max |ignis - torch| over the checked entries / max |torch| of the row
-  bool argmax_ok = true;
-};
+Diff compare(const std::string& gguf_path, const nlohmann::json& g) { return ignis::test::compare_golden(gguf_path, g); }
 
-// Runs the tokens of the golden through the GGUF and compares every row.
-Diff compare(const std::string& gguf_path, const nlohmann::json& g) {
-  auto model = ignis::model::Model::load(gguf_path);
-  const int64_t V = model->hparams().n_vocab;
-  EXPECT_EQ(V, g["n_vocab"].get<int64_t>());
-  std::vector<int32_t> toks = g["tokens"].get<std::vector<int32_t>>();
-  ignis::ThreadPool pool(2);
-  auto cache = model->new_cache(static_cast<int64_t>(toks.size()));
-  std::vector<float> logits(toks.size() * static_cast<size_t>(V));
-  model->forward(*cache, toks, logits.data(), true, pool);
-  const int64_t stride = g["sample_stride"].get<int64_t>();
-  Diff d;
-  for (size_t t = 0; t < toks.size(); ++t) {
-    const auto& row = g["rows"][t];
-    const float* l = &logits[t * static_cast<size_t>(V)];
-    const auto sample = row["sample"].get<std::vector<double>>();
-    double scale = 0, err = 0;
-    for (size_t i = 0; i < sample.size(); ++i) {
-      scale = std::max(scale, std::fabs(sample[i]));
-      err = std::max(err, std::fabs(l[i * stride] - sample[i]));
-    }
-    int64_t am = 0;
-    double lse_max = l[0];
-    for (int64_t i = 1; i < V; ++i)
-      if (l[i] > l[am]) am = i;
-    lse_max = l[am];
-    double s = 0;
-    for (int64_t i = 0; i < V; ++i) s += std::exp(static_cast<double>(l[i]) - lse_max);
-    const double lse = lse_max + std::log(s);
-    err = std::max(err, std::fabs(lse_max - row["max"].get<double>()));
-    err = std::max(err, std::fabs(lse - row["logsumexp"].get<double>()));
-    d.rel = std::max(d.rel, err / std::max(scale, 1e-6));
-    if (am != row["argmax"].get<int64_t>()) d.argmax_ok = false;
-  }
-  return d;
-}
-
-struct Case {
-  const char* name;
-  const char* flags;
-  const char* arch;
-};
-
-const Case kCases[] = {
-    {"llama", "--arch llama --dtype f32 --llama3-rope", "llama"},
-    {"mistral", "--arch mistral --dtype bf16", "llama"},
-    {"qwen2", "--arch qwen2 --dtype f16", "qwen2"},
-    {"qwen3", "--arch qwen3 --dtype f32 --shards 2", "qwen3"},
-};
+using Case = ignis::test::HfCase;
+const auto& kCases = ignis::test::kHfCases;
 
 class ConvertArch : public ::testing::TestWithParam<Case> {};
 
