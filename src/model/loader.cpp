@@ -208,7 +208,7 @@ cpu::WeightView ModelLoader::fuse(std::initializer_list<cpu::WeightView*> parts)
 cpu::WeightView ModelLoader::pack(const cpu::WeightView& w) {
   if (!store_) return w;
   const cpu::WeightView p = store_->add(w);
-  if (p.packed) file_.release_pages(w.data, row_bytes(w.type, w.n_in) * static_cast<size_t>(w.n_out));
+  if (p.packed && p.data != w.data) file_.release_pages(w.data, row_bytes(w.type, w.n_in) * static_cast<size_t>(w.n_out));
   return p;
 }
 

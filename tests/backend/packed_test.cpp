@@ -43,6 +43,7 @@ TEST_P(Packed, ExactBlockDotsAndTokenInvariance) {
   const WeightView pv = store.add(WeightView{c.type, w.data(), c.n_in, c.n_out});
   ASSERT_TRUE(pv.packed);
   EXPECT_EQ(store.bytes(), packed_bytes(pv));
+  if (c.type == DType::F16) EXPECT_EQ(pv.data, w.data()) << "F16 is used in place";
 
   ThreadPool pool(2);
   std::vector<float> y(c.n_out * c.n_tokens, NAN);
@@ -77,6 +78,8 @@ std::vector<Case> cases() {
     v.push_back({t, 896, 37, 5});
     v.push_back({t, 4864, 18, 1});
   }
+  // F16 keeps its layout (zero-copy view); odd row lengths exercise the masked tail.
+  for (int64_t n : {16, 100, 896}) v.push_back({DType::F16, n, 21, n == 100 ? 9 : 3});
   for (DType t : {DType::Q4_K, DType::Q6_K}) {
     for (int64_t nb = 1; nb <= 3; ++nb) v.push_back({t, 256 * nb, 5 + 11 * nb, nb == 2 ? 9 : 2});
     v.push_back({t, 1536, 32, 6});

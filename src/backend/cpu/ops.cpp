@@ -129,13 +129,15 @@ uint8_t* convert_rows(ThreadPool& pool, int64_t n_tokens, size_t act_row, std::v
 void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tokens, float* y) {
   const PackedKernels k = packed_kernels(w.type);
   if (!k.dot1) fail("matmul: packed {} weight but no packed kernel on this CPU", dtype_name(w.type));
-  const int64_t nb = w.n_in / dtype_traits(w.type)->block_size;
+  const bool f16 = w.type == DType::F16;
+  const int64_t nb = f16 ? w.n_in : w.n_in / dtype_traits(w.type)->block_size;
   const size_t act_row = packed_act_row_bytes(w.type, w.n_in);
   thread_local std::vector<uint8_t> act_buf;
   const uint8_t* xb = convert_rows(pool, n_tokens, act_row, act_buf, [&](int64_t t, uint8_t* dst) {
     pack_activation(w.type, x + t * w.n_in, w.n_in, dst);
   });
-  const size_t group_bytes = packed_group_bytes(w.type, w.n_in);
+  // F16 keeps its row-major layout: a "group" is 16 consecutive rows.
+  const size_t group_bytes = f16 ? static_cast<size_t>(w.n_in) * 2 * kPackRows : packed_group_bytes(w.type, w.n_in);
   const auto* wb = static_cast<const uint8_t*>(w.data);
   // Tiles of row groups x a token block, as run_tiles (about kTilesPerThread tiles per thread).
   const int64_t n_groups = (w.n_out + kPackRows - 1) / kPackRows;

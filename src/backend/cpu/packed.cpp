@@ -93,8 +93,9 @@ void pack_block(DType t, const uint8_t* src, uint8_t* rec, int64_t k) {
       std::memcpy(&b, src, sizeof b);
       d16[k] = b.d;
       auto* sc = reinterpret_cast<int8_t*>(rec + 32);  // [16 sub-blocks][16 rows]
-      uint8_t* ql = rec + 32 + 256;                     // 32 chunks
-      uint8_t* qh = rec + 32 + 256 + 2048;              // 16 chunks
+      // 16 triples of chunks in the order the kernel reads them: ql chunk h, ql chunk h + 16, qh chunk h.
+      auto ql_chunk = [&](int n) { return rec + 32 + 256 + (n % 16) * 192 + (n / 16) * 64; };
+      auto qh_chunk = [&](int h) { return rec + 32 + 256 + h * 192 + 128; };
       for (int s = 0; s < 16; ++s) sc[s * kR + k] = b.scales[s];
       uint8_t q[kQKK];
       for (int n = 0; n < 2; ++n) {
@@ -110,13 +111,13 @@ void pack_block(DType t, const uint8_t* src, uint8_t* rec, int64_t k) {
       // ql chunk n: low nibbles = group n (elements 4n..4n+3), high nibbles = group n + 32.
       for (int n = 0; n < 32; ++n)
         for (int j = 0; j < 4; ++j)
-          lane(ql, n, k)[j] = static_cast<uint8_t>((q[4 * n + j] & 0xf) | ((q[4 * (n + 32) + j] & 0xf) << 4));
+          lane(ql_chunk(n), 0, k)[j] = static_cast<uint8_t>((q[4 * n + j] & 0xf) | ((q[4 * (n + 32) + j] & 0xf) << 4));
       // qh chunk h: bits 2c..2c+1 of byte j = high 2 bits of element 4 * (h + 16c) + j.
       for (int hh = 0; hh < 16; ++hh)
         for (int j = 0; j < 4; ++j) {
           uint8_t v = 0;
           for (int c = 0; c < 4; ++c) v |= static_cast<uint8_t>((q[4 * (hh + 16 * c) + j] >> 4) << (2 * c));
-          lane(qh, hh, k)[j] = v;
+          lane(qh_chunk(hh), 0, k)[j] = v;
         }
       break;
     }
@@ -178,23 +179,33 @@ size_t packed_group_bytes(DType t, int64_t n_in) {
 }
 
 size_t packed_act_row_bytes(DType t, int64_t n_in) {
+  if (t == DType::F16) return static_cast<size_t>(n_in) * sizeof(float);
   if (block_elems(t) == kQKK) return static_cast<size_t>(n_in / kQKK) * (sizeof(BlockQ8_K) + 64);
   return static_cast<size_t>(n_in / kQK) * (kQK + 8);
 }
 
 bool can_pack(const WeightView& w) {
-  if (w.packed || !w.data || w.n_in <= 0 || w.n_out <= 0 || packed_record_bytes(w.type) == 0) return false;
+  if (w.packed || !w.data || w.n_in <= 0 || w.n_out <= 0) return false;
+  if (w.type == DType::F16) return packed_kernels(w.type).dot1 != nullptr;
+  if (packed_record_bytes(w.type) == 0) return false;
   if (w.n_in % block_elems(w.type) != 0) return false;
   return packed_kernels(w.type).dot1 != nullptr;
 }
 
 size_t packed_bytes(const WeightView& w) {
+  if (w.type == DType::F16) return 0;
   return packed_group_bytes(w.type, w.n_in) * static_cast<size_t>(row_groups(w.n_out));
 }
 
 void pack_weight(const WeightView& w, uint8_t* dst) { pack_rows(w, dst, 0); }
 
 void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst) {
+  if (t == DType::F16) {
+    // Rounded to f16 as ggml-cpu converts F16 products' activations, kept as (exact) f32 values.
+    auto* y = reinterpret_cast<float*>(dst);
+    for (int64_t i = 0; i < n_in; ++i) y[i] = f16_to_f32(f32_to_f16(x[i]));
+    return;
+  }
   if (block_elems(t) == kQKK) {
     static const FromFloatFn quantize_k = best_act_quantizer(DType::Q8_K);
     const int64_t nsb = n_in / kQKK;
@@ -249,6 +260,10 @@ uint8_t* PackedStore::alloc(size_t n, const WeightView& w) {
 WeightView PackedStore::add(const WeightView& w) {
   if (!can_pack(w)) return w;
   WeightView v = w;
+  if (w.type == DType::F16) {  // F16 keeps its layout: only the kernel (f32 activations) differs
+    v.packed = true;
+    return v;
+  }
   auto* dst = alloc(packed_bytes(w), w);
   pack_weight(w, dst);
   v.data = dst;
@@ -262,7 +277,7 @@ WeightView PackedStore::add_fused(std::span<const WeightView> parts) {
   f.n_out = 0;
   for (const WeightView& p : parts) {
     // Every part but the last must fill whole row groups so the parts' rows stay consecutive.
-    if (!can_pack(p) || p.type != f.type || p.n_in != f.n_in) return {};
+    if (!can_pack(p) || p.type != f.type || p.n_in != f.n_in || p.type == DType::F16) return {};
     if (&p != &parts.back() && p.n_out % kR != 0) return {};
     f.n_out += p.n_out;
   }
