@@ -213,24 +213,38 @@ void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
 
 // ---- F16 rows (ggml layout, no copy) against f32 activations holding f16-rounded values ----
 
-// Rows in fours, then pairs, then one (each activation load feeds several rows' FMAs: loads, not FMAs,
-// bounded the one-row form), one accumulator per (row, token) stepping 16 elements, the last step masked.
-// A row's arithmetic is the same whichever group it is in and for any number of tokens.
+// Rows in pairs (each activation load feeds two rows' FMAs: loads, not FMAs, bounded the one-row form),
+// two accumulators per (row, token) taking alternate 16-element steps (the FMA latency chain of one was
+// slower than memory for decode), the last step masked. A row's arithmetic is the same whether it is
+// paired or alone and for any number of tokens.
 template <int NR, int NX>
 inline void f16_rows(int64_t n, const uint16_t* w, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride) {
-  __m512 acc[NR][NX];
-  IGNIS_UNROLL for (int r = 0; r < NR; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[r][t] = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1);
+  __m512 acc[NR][NX][2];
+  IGNIS_UNROLL for (int r = 0; r < NR; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
+    acc[r][t][0] = acc[r][t][1] = _mm512_setzero_ps();
+  // NOTE: the accumulator index is a template argument so the accumulators stay in registers.
+  auto step = [&]<int A>(int64_t i, __mmask16 m) {
     __m512 wv[NR];
     IGNIS_UNROLL for (int r = 0; r < NR; ++r) wv[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, w + r * n + i));
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
       const __m512 xv = _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(x + t * x_stride) + i);
-      IGNIS_UNROLL for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
+      IGNIS_UNROLL for (int r = 0; r < NR; ++r) acc[r][t][A] = _mm512_fmadd_ps(wv[r], xv, acc[r][t][A]);
     }
+  };
+  auto mask = [](int64_t left) { return left >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << left) - 1); };
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    step.template operator()<0>(i, 0xffff);
+    step.template operator()<1>(i + 16, 0xffff);
+  }
+  if (n - i > 16) {
+    step.template operator()<0>(i, 0xffff);
+    step.template operator()<1>(i + 16, mask(n - i - 16));
+  } else if (i < n) {
+    step.template operator()<0>(i, mask(n - i));
   }
   IGNIS_UNROLL for (int r = 0; r < NR; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
-    out[t * out_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
+    out[t * out_stride + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][t][0], acc[r][t][1]));
 }
 
 template <int NX>
@@ -238,7 +252,10 @@ void packed_dot_f16(int64_t n, const uint8_t* group, const uint8_t* x, size_t x_
                     int64_t out_stride, int n_rows) {
   const auto* w = reinterpret_cast<const uint16_t*>(group);
   int k = 0;
-  for (; k + 4 <= n_rows; k += 4) f16_rows<4, NX>(n, w + k * n, x, x_stride, out + k, out_stride);
+  if constexpr (NX == 1) {  // decode: memory-bound, one row stream at a time reads fastest
+    for (; k < n_rows; ++k) f16_rows<1, 1>(n, w + k * n, x, x_stride, out + k, out_stride);
+    return;
+  }
   for (; k + 2 <= n_rows; k += 2) f16_rows<2, NX>(n, w + k * n, x, x_stride, out + k, out_stride);
   if (k < n_rows) f16_rows<1, NX>(n, w + k * n, x, x_stride, out + k, out_stride);
 }
