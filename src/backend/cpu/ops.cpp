@@ -64,45 +64,35 @@ const char* isa_name() { return isa_label(best_isa()); }
 
 namespace {
 
-// The tile loop shared by the plain and the packed products: tiles of kRowTile weight rows x a token
-// block sized so its converted activations stay in L2, pulled by threads from an atomic counter.
-// dot4(r, t, out[kDotTokens]) / dot1(r, t) compute row r against token t (.. t + kDotTokens - 1).
-template <class Dot4, class Dot1>
-void run_tiles(ThreadPool& pool, int64_t n_out, int64_t n_tokens, size_t act_row, bool has_multi, float* y,
-               const Dot4& dot4, const Dot1& dot1) {
+// The tile loop shared by the plain and the packed products: tiles of output units (weight rows, or
+// packed groups of rows) x a token block sized so its converted activations stay in L2, pulled by
+// threads from an atomic counter. A tile holds about n_units / (kTilesPerThread * threads) units, a
+// multiple of `granule` (for rows: whole cache lines of y). do4(u, t) computes unit u for tokens
+// t .. t + kDotTokens - 1 (only when has_multi), do1(u, t) for token t; both write y themselves.
+template <class Do4, class Do1>
+void run_tiles(ThreadPool& pool, int64_t n_units, int64_t granule, int64_t n_tokens, size_t act_row, bool has_multi,
+               const Do4& do4, const Do1& do1) {
   const int64_t tok_block = std::clamp<int64_t>(static_cast<int64_t>(kActCacheBytes / act_row), 1, n_tokens);
-  // Rows per tile: about kTilesPerThread tiles per thread per token block (few atomic increments and
-  // cache-line handovers of y), in multiples of kRowTile (whole cache lines of y).
-  const int64_t nth = pool.n_threads();
-  const int64_t row_tile = std::max<int64_t>(
-      kRowTile, (n_out + kTilesPerThread * nth * kRowTile - 1) / (kTilesPerThread * nth * kRowTile) * kRowTile);
-  const int64_t n_row_tiles = (n_out + row_tile - 1) / row_tile;
-  const int64_t n_tok_blocks = (n_tokens + tok_block - 1) / tok_block;
-  const int64_t n_tiles = n_row_tiles * n_tok_blocks;
+  const int64_t div = kTilesPerThread * pool.n_threads() * granule;
+  const int64_t per_tile = std::max<int64_t>(granule, (n_units + div - 1) / div * granule);
+  const int64_t n_unit_tiles = (n_units + per_tile - 1) / per_tile;
+  const int64_t n_tiles = n_unit_tiles * ((n_tokens + tok_block - 1) / tok_block);
   std::atomic<int64_t> next{0};
   pool.run([&](int, int) {
     for (;;) {
       const int64_t tile = next.fetch_add(1, std::memory_order_relaxed);
       if (tile >= n_tiles) break;
       // Token block is the outer index so consecutive tiles share activations in cache.
-      const int64_t tb = tile / n_row_tiles, rt = tile % n_row_tiles;
-      const int64_t r0 = rt * row_tile, r1 = std::min(n_out, r0 + row_tile);
+      const int64_t tb = tile / n_unit_tiles, ut = tile % n_unit_tiles;
+      const int64_t u0 = ut * per_tile, u1 = std::min(n_units, u0 + per_tile);
       const int64_t t0 = tb * tok_block, t1 = std::min(n_tokens, t0 + tok_block);
       int64_t t = t0;
-      if (has_multi) {
-        // kDotTokens tokens at a time: each weight block is decoded once per group of tokens.
-        float out[kDotTokens];
-        for (; t + kDotTokens <= t1; t += kDotTokens) {
-          for (int64_t r = r0; r < r1; ++r) {
-            dot4(r, t, out);
-            for (int j = 0; j < kDotTokens; ++j) y[(t + j) * n_out + r] = out[j];
-          }
-        }
-      }
-      for (; t < t1; ++t) {
-        float* yr = y + t * n_out;
-        for (int64_t r = r0; r < r1; ++r) yr[r] = dot1(r, t);
-      }
+      // kDotTokens tokens at a time: each weight block is decoded once per group of tokens.
+      if (has_multi)
+        for (; t + kDotTokens <= t1; t += kDotTokens)
+          for (int64_t u = u0; u < u1; ++u) do4(u, t);
+      for (; t < t1; ++t)
+        for (int64_t u = u0; u < u1; ++u) do1(u, t);
     }
   });
 }
@@ -139,31 +129,16 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
   // F16 keeps its row-major layout: a "group" is 16 consecutive rows.
   const size_t group_bytes = f16 ? static_cast<size_t>(w.n_in) * 2 * kPackRows : packed_group_bytes(w.type, w.n_in);
   const auto* wb = static_cast<const uint8_t*>(w.data);
-  // Tiles of row groups x a token block, as run_tiles (about kTilesPerThread tiles per thread).
   const int64_t n_groups = (w.n_out + kPackRows - 1) / kPackRows;
-  const int64_t nth = pool.n_threads();
-  const int64_t per_tile = std::max<int64_t>(1, (n_groups + kTilesPerThread * nth - 1) / (kTilesPerThread * nth));
-  const int64_t n_group_tiles = (n_groups + per_tile - 1) / per_tile;
-  const int64_t tok_block = std::clamp<int64_t>(static_cast<int64_t>(kActCacheBytes / act_row), 1, n_tokens);
-  const int64_t n_tiles = n_group_tiles * ((n_tokens + tok_block - 1) / tok_block);
-  std::atomic<int64_t> next{0};
-  pool.run([&](int, int) {
-    for (;;) {
-      const int64_t tile = next.fetch_add(1, std::memory_order_relaxed);
-      if (tile >= n_tiles) break;
-      const int64_t tb = tile / n_group_tiles, gt = tile % n_group_tiles;
-      const int64_t g0 = gt * per_tile, g1 = std::min(n_groups, g0 + per_tile);
-      const int64_t t0 = tb * tok_block, t1 = std::min(n_tokens, t0 + tok_block);
-      auto rows = [&](int64_t g) { return static_cast<int>(std::min<int64_t>(kPackRows, w.n_out - g * kPackRows)); };
-      int64_t t = t0;
-      for (; t + kDotTokens <= t1; t += kDotTokens)
-        for (int64_t g = g0; g < g1; ++g)
-          k.dot4(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
-      for (; t < t1; ++t)
-        for (int64_t g = g0; g < g1; ++g)
-          k.dot1(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
-    }
-  });
+  auto rows = [&](int64_t g) { return static_cast<int>(std::min<int64_t>(kPackRows, w.n_out - g * kPackRows)); };
+  run_tiles(
+      pool, n_groups, 1, n_tokens, act_row, true,
+      [&](int64_t g, int64_t t) {
+        k.dot4(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
+      },
+      [&](int64_t g, int64_t t) {
+        k.dot1(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
+      });
 }
 
 }  // namespace
@@ -195,9 +170,13 @@ void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok
   const size_t w_row = row_bytes(w.type, w.n_in);
   const auto* wb = static_cast<const uint8_t*>(w.data);
   run_tiles(
-      pool, w.n_out, n_tokens, act_row, dot_multi != nullptr, y,
-      [&](int64_t r, int64_t t, float* out) { dot_multi(w.n_in, wb + r * w_row, xb + t * act_row, act_row, out); },
-      [&](int64_t r, int64_t t) { return dot(w.n_in, wb + r * w_row, xb + t * act_row); });
+      pool, w.n_out, kRowTile, n_tokens, act_row, dot_multi != nullptr,
+      [&](int64_t r, int64_t t) {
+        float out[kDotTokens];
+        dot_multi(w.n_in, wb + r * w_row, xb + t * act_row, act_row, out);
+        for (int j = 0; j < kDotTokens; ++j) y[(t + j) * w.n_out + r] = out[j];
+      },
+      [&](int64_t r, int64_t t) { y[t * w.n_out + r] = dot(w.n_in, wb + r * w_row, xb + t * act_row); });
 }
 
 void get_row(const WeightView& w, int64_t row, float* dst) {

@@ -26,6 +26,14 @@ int64_t block_elems(DType t) { return t == DType::Q4_K || t == DType::Q6_K ? kQK
 // The 4 bytes of lane k in chunk c of a record region: region + c * 64 + 4 * k.
 inline uint8_t* lane(uint8_t* region, int64_t c, int64_t k) { return region + c * 64 + 4 * k; }
 
+// The 32 nibbles of a Q4_0 / Q5_0 block (element e < 16 in the low nibble of qs[e], e >= 16 in the high
+// nibble of qs[e - 16]) as row k's lanes of 4 chunks: chunk m low nibbles = group 2m, high = group 2m+1.
+void pack_nibbles(const uint8_t* qs, uint8_t* chunks, int64_t k) {
+  auto nib = [&](int e) { return e < 16 ? (qs[e] & 0x0f) : (qs[e - 16] >> 4); };
+  for (int m = 0; m < 4; ++m)
+    for (int j = 0; j < 4; ++j) lane(chunks, m, k)[j] = static_cast<uint8_t>(nib(8 * m + j) | (nib(8 * m + 4 + j) << 4));
+}
+
 // Writes row k's block `src` (ggml layout) into the record `rec` of its row group.
 void pack_block(DType t, const uint8_t* src, uint8_t* rec, int64_t k) {
   auto* d16 = reinterpret_cast<uint16_t*>(rec);
@@ -34,10 +42,7 @@ void pack_block(DType t, const uint8_t* src, uint8_t* rec, int64_t k) {
       BlockQ4_0 b;
       std::memcpy(&b, src, sizeof b);
       d16[k] = b.d;
-      auto nib = [&](int e) { return e < 16 ? (b.qs[e] & 0x0f) : (b.qs[e - 16] >> 4); };
-      for (int m = 0; m < 4; ++m)
-        for (int j = 0; j < 4; ++j)
-          lane(rec + 32, m, k)[j] = static_cast<uint8_t>(nib(8 * m + j) | (nib(8 * m + 4 + j) << 4));
+      pack_nibbles(b.qs, rec + 32, k);
       break;
     }
     case DType::Q5_0: {
@@ -46,10 +51,7 @@ void pack_block(DType t, const uint8_t* src, uint8_t* rec, int64_t k) {
       d16[k] = b.d;
       uint32_t qh;
       std::memcpy(&qh, b.qh, 4);
-      auto nib = [&](int e) { return e < 16 ? (b.qs[e] & 0x0f) : (b.qs[e - 16] >> 4); };
-      for (int m = 0; m < 4; ++m)
-        for (int j = 0; j < 4; ++j)
-          lane(rec + 32, m, k)[j] = static_cast<uint8_t>(nib(8 * m + j) | (nib(8 * m + 4 + j) << 4));
+      pack_nibbles(b.qs, rec + 32, k);
       // Mask of element group g (elements 4g..4g+3): bit 4k + j = 5th bit of element 4g + j of row k.
       auto* masks = reinterpret_cast<uint64_t*>(rec + 32 + 256);
       for (int g = 0; g < 8; ++g)
