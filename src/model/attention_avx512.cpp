@@ -1,0 +1,126 @@
+// attend_tile with AVX-512 (attention_kernel.h): per query vector and chunk of 16 positions, the 16
+// scores come out as one vector (16 dot products accumulated across head_dim / 16 registers, then
+// summed with a fixed transpose-and-add tree), softmax runs on that vector with exp512, and the
+// output (head_dim / 16 registers) takes the 16 weighted V rows with broadcast FMAs.
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12 false positives inside the AVX-512 headers
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <utility>
+#include <limits>
+
+#include "model/attention_kernel.h"
+#include "model/vec_math_avx512.h"
+
+namespace ignis::model {
+namespace {
+
+// Lane j of the result = sum of the 16 lanes of t[j] (a fixed tree: the order never depends on data).
+inline __m512 hsum16(const __m512 t[16]) {
+  __m512 u[8], v[4];
+  for (int i = 0; i < 8; ++i)
+    u[i] = _mm512_add_ps(_mm512_unpacklo_ps(t[2 * i], t[2 * i + 1]), _mm512_unpackhi_ps(t[2 * i], t[2 * i + 1]));
+  for (int i = 0; i < 4; ++i) {
+    const __m512d a = _mm512_castps_pd(u[2 * i]), b = _mm512_castps_pd(u[2 * i + 1]);
+    v[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+  }
+  const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 s23 = _mm512_add_ps(_mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// One query vector against one chunk. ND = head_dim / 16.
+template <int ND>
+inline void chunk_step(const float* qv, const float* const kp[16], const float* const vp[16], int nj, float scale,
+                       float& m, float& l, float* ov) {
+  __m512 qr[ND];
+  for (int c = 0; c < ND; ++c) qr[c] = _mm512_loadu_ps(qv + 16 * c);
+  __m512 t[16];
+  for (int i = 0; i < 16; ++i) {
+    if (i < nj) {
+      __m512 a = _mm512_mul_ps(qr[0], _mm512_loadu_ps(kp[i]));
+      for (int c = 1; c < ND; ++c) a = _mm512_fmadd_ps(qr[c], _mm512_loadu_ps(kp[i] + 16 * c), a);
+      t[i] = a;
+    } else {
+      t[i] = _mm512_setzero_ps();
+    }
+  }
+  const __mmask16 valid = nj >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << nj) - 1);
+  const __m512 s = _mm512_mask_mov_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), valid,
+                                      _mm512_mul_ps(hsum16(t), _mm512_set1_ps(scale)));
+  const float m_new = std::max(m, _mm512_reduce_max_ps(s));
+  const __m512 p = simd::exp512(_mm512_sub_ps(s, _mm512_set1_ps(m_new)));
+  const float alpha = _mm_cvtss_f32(_mm512_castps512_ps128(simd::exp512(_mm512_set1_ps(m - m_new))));
+  m = m_new;
+  l = l * alpha + _mm512_reduce_add_ps(p);
+  alignas(64) float pw[16];
+  _mm512_store_ps(pw, p);
+  __m512 o[ND];
+  const __m512 va = _mm512_set1_ps(alpha);
+  for (int c = 0; c < ND; ++c) o[c] = _mm512_mul_ps(_mm512_loadu_ps(ov + 16 * c), va);
+  for (int i = 0; i < nj; ++i) {
+    const __m512 pi = _mm512_set1_ps(pw[i]);
+    for (int c = 0; c < ND; ++c) o[c] = _mm512_fmadd_ps(pi, _mm512_loadu_ps(vp[i] + 16 * c), o[c]);
+  }
+  for (int c = 0; c < ND; ++c) _mm512_storeu_ps(ov + 16 * c, o[c]);
+}
+
+template <int ND>
+void attend(const AttnTile& t, float* scratch) {
+  constexpr int64_t d = 16 * ND;
+  const int64_t n_vec = t.n_rows * t.n_heads;
+  float* m = scratch;
+  float* l = m + n_vec;
+  float* o = scratch + ((2 * n_vec + 15) / 16) * 16;  // 64-byte aligned when scratch is
+  std::fill(m, m + n_vec, -std::numeric_limits<float>::infinity());
+  std::fill(l, l + n_vec, 0.0f);
+  std::fill(o, o + n_vec * d, 0.0f);
+  const int64_t n_kv_max = t.n_kv0 + t.n_rows - 1;
+  const float* kp[16];
+  const float* vp[16];
+  for (int64_t j0 = 0; j0 < n_kv_max; j0 += kAttnChunk) {
+    const int64_t n_chunk = std::min<int64_t>(kAttnChunk, n_kv_max - j0);
+    for (int64_t i = 0; i < n_chunk; ++i) {
+      const int64_t j = j0 + i;
+      kp[i] = t.k_pages[j / t.page] + (j % t.page) * t.width + t.kv_off;
+      vp[i] = t.v_pages[j / t.page] + (j % t.page) * t.width + t.kv_off;
+    }
+    for (int64_t r = 0; r < t.n_rows; ++r) {
+      const int64_t n_kv = t.n_kv0 + r;
+      if (j0 >= n_kv) continue;
+      const int nj = static_cast<int>(std::min<int64_t>(kAttnChunk, n_kv - j0));
+      for (int64_t h = 0; h < t.n_heads; ++h) {
+        const int64_t v = r * t.n_heads + h;
+        chunk_step<ND>(t.q + r * t.q_stride + h * d, kp, vp, nj, t.scale, m[v], l[v], o + v * d);
+      }
+    }
+  }
+  for (int64_t r = 0; r < t.n_rows; ++r)
+    for (int64_t h = 0; h < t.n_heads; ++h) {
+      const int64_t v = r * t.n_heads + h;
+      const __m512 inv = _mm512_set1_ps(1.0f / l[v]);
+      float* dst = t.out + r * t.q_stride + h * d;
+      for (int c = 0; c < ND; ++c) _mm512_storeu_ps(dst + 16 * c, _mm512_mul_ps(_mm512_loadu_ps(o + v * d + 16 * c), inv));
+    }
+}
+
+template <int... N>
+constexpr auto make_table(std::integer_sequence<int, N...>) {
+  return std::array<AttnTileFn, sizeof...(N)>{attend<N + 1>...};
+}
+
+}  // namespace
+
+void attend_tile_avx512(const AttnTile& tile, float* scratch) {
+  // NOTE: attention.cpp routes only head_dim % 16 == 0 and <= 256 here.
+  static constexpr auto kByWidth = make_table(std::make_integer_sequence<int, 16>{});
+  kByWidth[tile.head_dim / 16 - 1](tile, scratch);
+}
+
+}  // namespace ignis::model

@@ -1,0 +1,48 @@
+// The tiled (flash-style) attention kernel: one work item is a tile of query vectors (rows of one
+// sequence x query heads sharing one KV head) against that sequence's K/V rows, read in chunks of
+// kAttnChunk positions with an online softmax, so no score row longer than a chunk is ever stored.
+//
+// NOTE (batch invariance): chunk c always covers absolute positions [c * kAttnChunk, (c + 1) *
+// kAttnChunk) and every query vector folds its chunks in order with its own running max, sum and
+// output; nothing it computes depends on which other vectors share its tile, so a row's result is the
+// same alone, in any tile, and in any batch. Each ISA's kernel is deterministic; different ISAs round
+// differently (the portable kernel is the reference the others are tested against).
+//
+// Pure functions over caller-owned memory: thread-safe for distinct outputs and scratch.
+#pragma once
+
+#include <cstdint>
+
+namespace ignis::model {
+
+inline constexpr int64_t kAttnChunk = 16;
+
+struct AttnTile {
+  int64_t head_dim = 0;
+  float scale = 0;
+  // K/V rows: position j of this KV head is k_pages[j / page] + (j % page) * width + kv_off.
+  const float* const* k_pages = nullptr;
+  const float* const* v_pages = nullptr;
+  int64_t page = 0;
+  int64_t width = 0;
+  int64_t kv_off = 0;
+  // Query vectors: n_rows rows x n_heads heads; vector (r, h) is q + r * q_stride + h * head_dim, and its
+  // output goes to the same offset of out. Row r attends to positions [0, n_kv0 + r).
+  const float* q = nullptr;
+  float* out = nullptr;
+  int64_t q_stride = 0;
+  int64_t n_rows = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv0 = 0;
+};
+
+// scratch: at least attn_scratch_floats(tile) floats, 64-byte aligned.
+inline int64_t attn_scratch_floats(const AttnTile& t) { return t.n_rows * t.n_heads * (t.head_dim + 16) + 64; }
+
+using AttnTileFn = void (*)(const AttnTile& tile, float* scratch);
+
+void attend_tile_portable(const AttnTile& tile, float* scratch);
+void attend_tile_avx2(const AttnTile& tile, float* scratch);    // same arithmetic, built with AVX2+FMA
+void attend_tile_avx512(const AttnTile& tile, float* scratch);  // head_dim % 16 == 0, <= 256
+
+}  // namespace ignis::model

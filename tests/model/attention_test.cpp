@@ -1,0 +1,179 @@
+// The tiled attention kernels (attention_kernel.h) against a naive float64 softmax attention, per ISA
+// path this CPU has, over head widths with and without 16-lane tails, chunk tails (positions not a
+// multiple of 16), pages that cut chunks, several query heads per tile, and score ranges that
+// overflow a naive exp; and tile invariance: a row's output is bit-identical whatever tile holds it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "model/attention_kernel.h"
+
+namespace ignis::model::test {
+namespace {
+
+struct Case {
+  int64_t head_dim, n_heads, n_rows, n_kv0, page;
+  float scale;
+};
+
+struct Kernel {
+  const char* name;
+  AttnTileFn fn;
+  bool wide_only;  // head_dim % 16 == 0 only
+};
+
+std::vector<Kernel> kernels() {
+  __builtin_cpu_init();
+  std::vector<Kernel> k{{"portable", attend_tile_portable, false}};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) k.push_back({"avx2", attend_tile_avx2, false});
+  if (__builtin_cpu_supports("avx512f")) k.push_back({"avx512", attend_tile_avx512, true});
+  return k;
+}
+
+// K/V of one KV head at kv_off inside rows of `width`, in pages handed out in reverse order.
+struct Pages {
+  std::vector<std::vector<float>> k, v;
+  std::vector<const float*> kp, vp;
+  Pages(const std::vector<float>& keys, const std::vector<float>& vals, int64_t n, int64_t width, int64_t page) {
+    const int64_t n_pages = (n + page - 1) / page;
+    k.assign(n_pages, std::vector<float>(page * width, NAN));
+    v = k;
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t e = 0; e < width; ++e) {
+        k[n_pages - 1 - j / page][(j % page) * width + e] = keys[j * width + e];
+        v[n_pages - 1 - j / page][(j % page) * width + e] = vals[j * width + e];
+      }
+    for (int64_t p = 0; p < n_pages; ++p) {
+      kp.push_back(k[n_pages - 1 - p].data());
+      vp.push_back(v[n_pages - 1 - p].data());
+    }
+  }
+};
+
+struct Problem {
+  Case c;
+  int64_t width, kv_off, q_stride, n_kv_max;
+  std::vector<float> keys, vals, q;
+  Problem(const Case& cs, uint32_t seed, float spread) : c(cs) {
+    width = (c.n_heads + 1) * c.head_dim;  // the tile's KV head sits at an offset inside wider rows
+    kv_off = c.head_dim;
+    q_stride = c.n_heads * c.head_dim + 5;
+    n_kv_max = c.n_kv0 + c.n_rows - 1;
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    keys.resize(n_kv_max * width);
+    vals.resize(keys.size());
+    q.resize(c.n_rows * q_stride);
+    for (float& x : keys) x = nd(rng) * spread;
+    for (float& x : vals) x = nd(rng);
+    for (float& x : q) x = nd(rng);
+  }
+  AttnTile tile(const Pages& p, float* out, int64_t row0, int64_t n_rows) const {
+    AttnTile t;
+    t.head_dim = c.head_dim;
+    t.scale = c.scale;
+    t.k_pages = p.kp.data();
+    t.v_pages = p.vp.data();
+    t.page = c.page;
+    t.width = width;
+    t.kv_off = kv_off;
+    t.q = q.data() + row0 * q_stride;
+    t.out = out + row0 * q_stride;
+    t.q_stride = q_stride;
+    t.n_rows = n_rows;
+    t.n_heads = c.n_heads;
+    t.n_kv0 = c.n_kv0 + row0;
+    return t;
+  }
+};
+
+void run(AttnTileFn fn, const AttnTile& t) {
+  std::vector<float> scratch(attn_scratch_floats(t) + 16);
+  auto* s = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
+  fn(t, s);
+}
+
+// Max |out - naive| over the problem, relative to max |naive| (outputs are convex mixes of V rows).
+double max_error(const Problem& pb, const std::vector<float>& out) {
+  const Case& c = pb.c;
+  double err = 0;
+  for (int64_t r = 0; r < c.n_rows; ++r)
+    for (int64_t h = 0; h < c.n_heads; ++h) {
+      const int64_t n_kv = c.n_kv0 + r;
+      const float* qv = pb.q.data() + r * pb.q_stride + h * c.head_dim;
+      std::vector<double> s(n_kv);
+      double mx = -1e300, sum = 0;
+      for (int64_t j = 0; j < n_kv; ++j) {
+        double d = 0;
+        for (int64_t e = 0; e < c.head_dim; ++e) d += double(qv[e]) * pb.keys[j * pb.width + pb.kv_off + e];
+        s[j] = d * c.scale;
+        mx = std::max(mx, s[j]);
+      }
+      for (double& x : s) sum += (x = std::exp(x - mx));
+      for (int64_t e = 0; e < c.head_dim; ++e) {
+        double o = 0;
+        for (int64_t j = 0; j < n_kv; ++j) o += s[j] / sum * pb.vals[j * pb.width + pb.kv_off + e];
+        err = std::max(err, std::abs(o - out[r * pb.q_stride + h * c.head_dim + e]));
+      }
+    }
+  return err;
+}
+
+const Case kCases[] = {
+    {64, 7, 8, 1, 16, 0.125f},     // prefill from position 0 (Qwen2.5-0.5B's group of 7)
+    {64, 7, 1, 100, 16, 0.125f},   // decode, chunk tail
+    {128, 2, 5, 37, 3, 0.0884f},   // pages of 3 cut every chunk
+    {80, 3, 3, 50, 64, 0.111f},    // 16-lane multiple, not a power of two
+    {48, 1, 9, 16, 7, 0.144f},     // rows crossing a chunk boundary
+    {16, 4, 2, 17, 5, 0.25f},
+    {20, 2, 4, 30, 16, 0.22f},     // width not a multiple of 16 (portable and AVX2 only)
+    {256, 1, 2, 33, 32, 0.0625f},
+};
+
+TEST(AttentionKernel, MatchesNaiveSoftmaxPerIsa) {
+  uint32_t seed = 1;
+  for (const Case& c : kCases)
+    for (const Kernel& k : kernels()) {
+      if (k.wide_only && c.head_dim % 16 != 0) continue;
+      const Problem pb(c, seed++, 1.0f);
+      const Pages pages(pb.keys, pb.vals, pb.n_kv_max, pb.width, c.page);
+      std::vector<float> out(c.n_rows * pb.q_stride, 0.0f);
+      run(k.fn, pb.tile(pages, out.data(), 0, c.n_rows));
+      EXPECT_LT(max_error(pb, out), 2e-6) << k.name << " head_dim " << c.head_dim << " n_kv0 " << c.n_kv0;
+    }
+}
+
+TEST(AttentionKernel, LongContextWithScoresBeyondExpRange) {
+  // Scores spread over hundreds: a softmax without the running max would overflow; 3000 positions
+  // exercise the rescaling of many chunks.
+  const Case c{64, 2, 3, 3000, 16, 0.125f};
+  for (const Kernel& k : kernels()) {
+    const Problem pb(c, 77, 40.0f);
+    const Pages pages(pb.keys, pb.vals, pb.n_kv_max, pb.width, c.page);
+    std::vector<float> out(c.n_rows * pb.q_stride, 0.0f);
+    run(k.fn, pb.tile(pages, out.data(), 0, c.n_rows));
+    for (int64_t r = 0; r < c.n_rows; ++r)
+      for (int64_t e = 0; e < c.n_heads * c.head_dim; ++e) ASSERT_TRUE(std::isfinite(out[r * pb.q_stride + e])) << k.name;
+    EXPECT_LT(max_error(pb, out), 2e-5) << k.name;
+  }
+}
+
+TEST(AttentionKernel, RowResultDoesNotDependOnItsTile) {
+  const Case c{64, 3, 11, 20, 16, 0.125f};
+  for (const Kernel& k : kernels()) {
+    const Problem pb(c, 5, 1.0f);
+    const Pages pages(pb.keys, pb.vals, pb.n_kv_max, pb.width, c.page);
+    std::vector<float> whole(c.n_rows * pb.q_stride, 0.0f), split(whole.size(), 0.0f), single(whole.size(), 0.0f);
+    run(k.fn, pb.tile(pages, whole.data(), 0, c.n_rows));
+    run(k.fn, pb.tile(pages, split.data(), 0, 4));
+    run(k.fn, pb.tile(pages, split.data(), 4, 7));
+    for (int64_t r = 0; r < c.n_rows; ++r) run(k.fn, pb.tile(pages, single.data(), r, 1));
+    EXPECT_EQ(whole, split) << k.name;
+    EXPECT_EQ(whole, single) << k.name;
+  }
+}
+
+}  // namespace
+}  // namespace ignis::model::test
