@@ -43,7 +43,9 @@ TEST_P(Packed, ExactBlockDotsAndTokenInvariance) {
   const WeightView pv = store.add(WeightView{c.type, w.data(), c.n_in, c.n_out});
   ASSERT_TRUE(pv.packed);
   EXPECT_EQ(store.bytes(), packed_bytes(pv));
-  if (c.type == DType::F16) EXPECT_EQ(pv.data, w.data()) << "F16 is used in place";
+  if (c.type == DType::F16) {
+    EXPECT_EQ(pv.data, w.data()) << "F16 is used in place";
+  }
 
   ThreadPool pool(2);
   std::vector<float> y(c.n_out * c.n_tokens, NAN);
@@ -78,6 +80,8 @@ std::vector<Case> cases() {
     v.push_back({t, 896, 37, 5});
     v.push_back({t, 4864, 18, 1});
   }
+  // Tiles larger than the weight slice a token group re-reads from cache (the output head's shape).
+  v.push_back({DType::Q4_0, 896, 9001, 11});
   // F16 keeps its layout (zero-copy view); odd row lengths exercise the masked tail.
   for (int64_t n : {16, 100, 896}) v.push_back({DType::F16, n, 21, n == 100 ? 9 : 3});
   for (DType t : {DType::Q4_K, DType::Q6_K}) {
@@ -139,7 +143,9 @@ TEST(PackedErrors, GetRowRefusesPackedViewsAndUnpackableTypesStayUnpacked) {
   PackedStore store;
   const WeightView v = store.add(WeightView{DType::Q8_0, w.data(), 64, 3});
   std::vector<float> row(64);
-  if (v.packed) EXPECT_THROW(get_row(v, 0, row.data()), Error);
+  if (v.packed) {
+    EXPECT_THROW(get_row(v, 0, row.data()), Error);
+  }
   std::vector<uint8_t> k(row_bytes(DType::Q5_K, 256) * 2, 0);
   EXPECT_FALSE(store.add(WeightView{DType::Q5_K, k.data(), 256, 2}).packed);
 }

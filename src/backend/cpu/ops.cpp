@@ -25,6 +25,7 @@ namespace {
 constexpr int64_t kRowTile = 16;
 constexpr int64_t kTilesPerThread = 8;
 constexpr size_t kActCacheBytes = 256 * 1024;
+constexpr size_t kWeightCacheBytes = 256 * 1024;
 constexpr int kMaxTypeId = 64;
 
 // Best activation converter per raw type id, resolved once.
@@ -68,11 +69,18 @@ namespace {
 // packed groups of rows) x a token block sized so its converted activations stay in L2, pulled by
 // threads from an atomic counter. A tile holds about n_units / (kTilesPerThread * threads) units, a
 // multiple of `granule` (for rows: whole cache lines of y). do4(u, t) computes unit u for tokens
-// t .. t + kDotTokens - 1 (only when has_multi), do1(u, t) for token t; both write y themselves.
+// t .. t + n_multi - 1 (only when n_multi > 1), do1(u, t) for token t; both write y themselves.
+// unit_bytes: the weight bytes of one unit.
 template <class Do4, class Do1>
-void run_tiles(ThreadPool& pool, int64_t n_units, int64_t granule, int64_t n_tokens, size_t act_row, bool has_multi,
-               const Do4& do4, const Do1& do1) {
-  const int64_t tok_block = std::clamp<int64_t>(static_cast<int64_t>(kActCacheBytes / act_row), 1, n_tokens);
+void run_tiles(ThreadPool& pool, int64_t n_units, int64_t granule, size_t unit_bytes, int64_t n_tokens, size_t act_row,
+               int n_multi, const Do4& do4, const Do1& do1) {
+  // Whole groups of n_multi per block (a block's leftover tokens would take the one-token kernel).
+  int64_t tok_block = std::max<int64_t>(1, static_cast<int64_t>(kActCacheBytes / act_row));
+  if (n_multi > 1 && tok_block >= n_multi) tok_block -= tok_block % n_multi;
+  tok_block = std::min(tok_block, n_tokens);
+  // Units per pass over the block's tokens: a tile's weights are re-read once per token group, so
+  // they are taken in slices that stay in cache (a tile of the output head is megabytes).
+  const int64_t slice = std::max<int64_t>(1, static_cast<int64_t>(kWeightCacheBytes / std::max<size_t>(unit_bytes, 1)));
   const int64_t div = kTilesPerThread * pool.n_threads() * granule;
   const int64_t per_tile = std::max<int64_t>(granule, (n_units + div - 1) / div * granule);
   const int64_t n_unit_tiles = (n_units + per_tile - 1) / per_tile;
@@ -86,13 +94,16 @@ void run_tiles(ThreadPool& pool, int64_t n_units, int64_t granule, int64_t n_tok
       const int64_t tb = tile / n_unit_tiles, ut = tile % n_unit_tiles;
       const int64_t u0 = ut * per_tile, u1 = std::min(n_units, u0 + per_tile);
       const int64_t t0 = tb * tok_block, t1 = std::min(n_tokens, t0 + tok_block);
-      int64_t t = t0;
-      // kDotTokens tokens at a time: each weight block is decoded once per group of tokens.
-      if (has_multi)
-        for (; t + kDotTokens <= t1; t += kDotTokens)
-          for (int64_t u = u0; u < u1; ++u) do4(u, t);
-      for (; t < t1; ++t)
-        for (int64_t u = u0; u < u1; ++u) do1(u, t);
+      for (int64_t s0 = u0; s0 < u1; s0 += slice) {
+        const int64_t s1 = std::min(u1, s0 + slice);
+        int64_t t = t0;
+        // n_multi tokens at a time: each weight block is decoded once per group of tokens.
+        if (n_multi > 1)
+          for (; t + n_multi <= t1; t += n_multi)
+            for (int64_t u = s0; u < s1; ++u) do4(u, t);
+        for (; t < t1; ++t)
+          for (int64_t u = s0; u < s1; ++u) do1(u, t);
+      }
     }
   });
 }
@@ -132,9 +143,9 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
   const int64_t n_groups = (w.n_out + kPackRows - 1) / kPackRows;
   auto rows = [&](int64_t g) { return static_cast<int>(std::min<int64_t>(kPackRows, w.n_out - g * kPackRows)); };
   run_tiles(
-      pool, n_groups, 1, n_tokens, act_row, true,
+      pool, n_groups, 1, group_bytes, n_tokens, act_row, k.n_multi,
       [&](int64_t g, int64_t t) {
-        k.dot4(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
+        k.dotn(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
       },
       [&](int64_t g, int64_t t) {
         k.dot1(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
@@ -170,7 +181,7 @@ void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok
   const size_t w_row = row_bytes(w.type, w.n_in);
   const auto* wb = static_cast<const uint8_t*>(w.data);
   run_tiles(
-      pool, w.n_out, kRowTile, n_tokens, act_row, dot_multi != nullptr,
+      pool, w.n_out, kRowTile, w_row, n_tokens, act_row, dot_multi != nullptr ? kDotTokens : 1,
       [&](int64_t r, int64_t t) {
         float out[kDotTokens];
         dot_multi(w.n_in, wb + r * w_row, xb + t * act_row, act_row, out);

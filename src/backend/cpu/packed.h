@@ -95,7 +95,8 @@ using PackedDotFn = void (*)(int64_t nb, const uint8_t* group, const uint8_t* x,
                              int64_t out_stride, int n_rows);
 struct PackedKernels {
   PackedDotFn dot1 = nullptr;  // one token
-  PackedDotFn dot4 = nullptr;  // kDotTokens tokens, each bit-identical to dot1
+  PackedDotFn dotn = nullptr;  // n_multi tokens, each bit-identical to dot1
+  int n_multi = 0;             // as many tokens as the type's accumulators fit in registers
 };
 // nullptr entries when the CPU (or IGNIS_ISA) does not allow AVX-512.
 PackedKernels packed_kernels(DType t);

@@ -31,10 +31,11 @@ constexpr int64_t kPrefetchBytes32 = 8 * 288;  // 32-element types
 // K-quants: no software prefetch (their records are read sequentially and the hardware prefetcher does
 // better alone: a 60000 x 1536 Q4_K matvec read 34 GB/s without and 20-23 GB/s with 1-8 records ahead).
 
-inline __m512i bcast4(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
+// acc += w . (p's 4 bytes in every lane), with the broadcast folded into vpdpbusd's memory operand
+// ({1to16}): GCC emits a separate vpbroadcastd per use otherwise, one extra instruction per vpdpbusd.
+inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const uint8_t* p) {
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
+  return acc;
 }
 
 inline void prefetch(const uint8_t* p, int64_t n) {
@@ -93,14 +94,14 @@ void packed_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
       std::memcpy(&cx, xt + x_c + 4 * b, 4);
       __m512i i0 = _mm512_set1_epi32(cx);
       __m512i i1 = _mm512_setzero_si512();
-      i0 = _mm512_dpbusd_epi32(i0, w[0], bcast4(xq));
-      i1 = _mm512_dpbusd_epi32(i1, w[1], bcast4(xq + 4));
-      i0 = _mm512_dpbusd_epi32(i0, w[2], bcast4(xq + 8));
-      i1 = _mm512_dpbusd_epi32(i1, w[3], bcast4(xq + 12));
-      i0 = _mm512_dpbusd_epi32(i0, w[4], bcast4(xq + 16));
-      i1 = _mm512_dpbusd_epi32(i1, w[5], bcast4(xq + 20));
-      i0 = _mm512_dpbusd_epi32(i0, w[6], bcast4(xq + 24));
-      i1 = _mm512_dpbusd_epi32(i1, w[7], bcast4(xq + 28));
+      i0 = dpbusd_bcast(i0, w[0], xq);
+      i1 = dpbusd_bcast(i1, w[1], xq + 4);
+      i0 = dpbusd_bcast(i0, w[2], xq + 8);
+      i1 = dpbusd_bcast(i1, w[3], xq + 12);
+      i0 = dpbusd_bcast(i0, w[4], xq + 16);
+      i1 = dpbusd_bcast(i1, w[5], xq + 20);
+      i0 = dpbusd_bcast(i0, w[6], xq + 24);
+      i1 = dpbusd_bcast(i1, w[7], xq + 28);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)), _mm512_mul_ps(dw, _mm512_set1_ps(dx)),
                                acc[t]);
     }
@@ -139,8 +140,8 @@ void packed_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
         const __m512i lo = _mm512_and_si512(ch, m0f), hi = _mm512_and_si512(_mm512_srli_epi16(ch, 4), m0f);
         IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
           const int8_t* xq = act_k(x + t * x_stride, s)->qs + 64 * i + 4 * c;
-          a0[t] = _mm512_dpbusd_epi32(a0[t], lo, bcast4(reinterpret_cast<const uint8_t*>(xq)));
-          a1[t] = _mm512_dpbusd_epi32(a1[t], hi, bcast4(reinterpret_cast<const uint8_t*>(xq + 32)));
+          a0[t] = dpbusd_bcast(a0[t], lo, reinterpret_cast<const uint8_t*>(xq));
+          a1[t] = dpbusd_bcast(a1[t], hi, reinterpret_cast<const uint8_t*>(xq + 32));
         }
       }
       const __m512i s0 = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 2 * i * 16)));
@@ -194,7 +195,7 @@ void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
                                _mm512_and_si512(_mm512_srli_epi16(hb, 2), m30));
         IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
           const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs);
-          IGNIS_UNROLL for (int u = 0; u < 4; ++u) a[t][u] = _mm512_dpbusd_epi32(a[t][u], q[u], bcast4(xq + 4 * (h + 16 * u)));
+          IGNIS_UNROLL for (int u = 0; u < 4; ++u) a[t][u] = dpbusd_bcast(a[t][u], q[u], xq + 4 * (h + 16 * u));
         }
       }
       IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
@@ -263,13 +264,16 @@ void packed_dot_f16(int64_t n, const uint8_t* group, const uint8_t* x, size_t x_
 }  // namespace
 
 PackedKernels packed_kernels_avx512(DType t) {
+  // NOTE: 32-element types keep 8 tokens' accumulators in registers (with the 8 decoded weight chunks:
+  // each chunk feeds 8 vpdpbusd per load and decode); the K-quants' per-sub-block accumulators and F16's
+  // row pairs fill the registers at 4 tokens.
   switch (t) {
-    case DType::Q4_0: return {packed_dot32<DType::Q4_0, 1>, packed_dot32<DType::Q4_0, kDotTokens>};
-    case DType::Q5_0: return {packed_dot32<DType::Q5_0, 1>, packed_dot32<DType::Q5_0, kDotTokens>};
-    case DType::Q8_0: return {packed_dot32<DType::Q8_0, 1>, packed_dot32<DType::Q8_0, kDotTokens>};
-    case DType::Q4_K: return {packed_dot_q4k<1>, packed_dot_q4k<kDotTokens>};
-    case DType::Q6_K: return {packed_dot_q6k<1>, packed_dot_q6k<kDotTokens>};
-    case DType::F16: return {packed_dot_f16<1>, packed_dot_f16<kDotTokens>};
+    case DType::Q4_0: return {packed_dot32<DType::Q4_0, 1>, packed_dot32<DType::Q4_0, 8>, 8};
+    case DType::Q5_0: return {packed_dot32<DType::Q5_0, 1>, packed_dot32<DType::Q5_0, 8>, 8};
+    case DType::Q8_0: return {packed_dot32<DType::Q8_0, 1>, packed_dot32<DType::Q8_0, 8>, 8};
+    case DType::Q4_K: return {packed_dot_q4k<1>, packed_dot_q4k<4>, 4};
+    case DType::Q6_K: return {packed_dot_q6k<1>, packed_dot_q6k<4>, 4};
+    case DType::F16: return {packed_dot_f16<1>, packed_dot_f16<4>, 4};
     default: return {};
   }
 }
