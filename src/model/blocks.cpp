@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 namespace ignis::model {
 
@@ -24,18 +25,21 @@ void parallel_for(ThreadPool& pool, int64_t n, int64_t min_parallel, F&& fn) {
   });
 }
 
+// A scratch buffer of this thread holding at least n floats. It only grows (no zero fill or page
+// faults once it is large enough); the fused products of linear_parts, qkv_rope and swiglu_ffn go here,
+// one call at a time.
+float* scratch(int64_t n) {
+  thread_local std::vector<float> buf;
+  if (static_cast<int64_t>(buf.size()) < n) buf.resize(static_cast<size_t>(n));
+  return buf.data();
+}
+
 }  // namespace
 
 void rms_norm(ThreadPool& pool, const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* y) {
+  const RmsNormRowFn norm_row = elementwise_kernels().rms_norm_row;
   parallel_for(pool, n_rows, 8, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* xr = x + r * n;
-      float* yr = y + r * n;
-      double ss = 0;  // NOTE: accumulate in double like ggml, so long rows keep their precision
-      for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
-      const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
-      for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] * scale) * w[i];
-    }
+    for (int64_t r = r0; r < r1; ++r) norm_row(x + r * n, w, n, eps, y + r * n);
   });
 }
 
@@ -53,11 +57,10 @@ void linear_parts(ThreadPool& pool, const cpu::WeightView& fused, std::initializ
     for (const Proj& p : parts) linear(pool, *p.w, p.b, x, n_tokens, p.y);
     return;
   }
-  thread_local std::vector<float> tmp;
-  tmp.resize(static_cast<size_t>(n_tokens * fused.n_out));
-  cpu::matmul(pool, fused, x, n_tokens, tmp.data());
+  float* tmp = scratch(n_tokens * fused.n_out);
+  cpu::matmul(pool, fused, x, n_tokens, tmp);
   for (int64_t t = 0; t < n_tokens; ++t) {
-    const float* src = tmp.data() + t * fused.n_out;
+    const float* src = tmp + t * fused.n_out;
     for (const Proj& p : parts) {
       const int64_t n = p.w->n_out;
       float* dst = p.y + t * n;
@@ -107,26 +110,76 @@ void RopeTable::init(const std::vector<int64_t>& positions) {
   }
 }
 
+RopeRow RopeTable::row(int64_t t) const {
+  const int64_t half = cfg_.n_rot / 2;
+  return RopeRow{cos_.data() + t * half, sin_.data() + t * half, cfg_.head_dim, cfg_.n_rot, cfg_.neox};
+}
+
 void RopeTable::apply(float* x, int64_t n_tokens, int64_t n_heads) const {
   assert(n_tokens == n_tokens_);
-  const int64_t half = cfg_.n_rot / 2;
-  // Pair i is (x[i0], x[i1]) with i0 = 2i, i1 = 2i + 1 (normal) or i0 = i, i1 = i + n_rot/2 (neox).
-  const int64_t stride = cfg_.neox ? 1 : 2;
-  const int64_t offset = cfg_.neox ? half : 1;
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    const float* c = cos_.data() + t * half;
-    const float* s = sin_.data() + t * half;
-    for (int64_t h = 0; h < n_heads; ++h) {
-      float* xh = x + (t * n_heads + h) * cfg_.head_dim;
-      for (int64_t i = 0; i < half; ++i) {
-        float* p0 = xh + i * stride;
-        float* p1 = p0 + offset;
-        const float a = *p0, b = *p1;
-        *p0 = a * c[i] - b * s[i];
-        *p1 = a * s[i] + b * c[i];
+  const RopeHeadsFn rope_heads = elementwise_kernels().rope_heads;
+  const int64_t width = n_heads * cfg_.head_dim;
+  for (int64_t t = 0; t < n_tokens; ++t) rope_heads(row(t), x + t * width, nullptr, n_heads, x + t * width);
+}
+
+void qkv_rope(ThreadPool& pool, const QkvWeights& w, const RopeTable& rope, float eps, const float* x,
+              int64_t n_tokens, int64_t n_head, int64_t n_head_kv, float* q, float* k, float* v) {
+  // NOTE: with fused weights the product of all three goes to scratch and one pass per token copies
+  // Q and K out rotated (bias, per-head norm and RoPE applied on the way) and V with its bias, instead
+  // of a copy pass and two RoPE passes. Without fused weights the three products land in q, k, v and
+  // the same pass runs in place. Both run the row kernels in the order of the unfused blocks
+  // (bias add, norm, rope), so they give the same bits.
+  const ElementwiseKernels& ek = elementwise_kernels();
+  const int64_t head_dim = rope.head_dim();
+  const int64_t n_q = n_head * head_dim, n_kv = n_head_kv * head_dim;
+  const bool fused = w.wqkv && w.wqkv->data;
+  const float* src = nullptr;
+  int64_t stride = 0;
+  if (fused) {
+    stride = w.wqkv->n_out;
+    float* tmp = scratch(n_tokens * stride);
+    cpu::matmul(pool, *w.wqkv, x, n_tokens, tmp);
+    src = tmp;
+  } else {
+    linear(pool, *w.wq, w.bq, x, n_tokens, q);
+    linear(pool, *w.wk, w.bk, x, n_tokens, k);
+    linear(pool, *w.wv, w.bv, x, n_tokens, v);
+  }
+  // One part (Q or K) of token t: s (with bias b, if still to add) -> d.
+  auto rotate = [&](const RopeRow& r, const float* s, const float* b, const float* norm, int64_t n_heads, float* d) {
+    if (!norm) {
+      ek.rope_heads(r, s, b, n_heads, d);
+      return;
+    }
+    if (b) {
+      for (int64_t i = 0; i < n_heads * head_dim; ++i) d[i] = s[i] + b[i];
+      s = d;
+    }
+    for (int64_t h = 0; h < n_heads; ++h) ek.rms_norm_row(s + h * head_dim, norm, head_dim, eps, d + h * head_dim);
+    ek.rope_heads(r, d, nullptr, n_heads, d);
+  };
+  parallel_for(pool, n_tokens, 4, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const RopeRow r = rope.row(t);
+      float* qt = q + t * n_q;
+      float* kt = k + t * n_kv;
+      if (!fused) {
+        rotate(r, qt, nullptr, w.q_norm, n_head, qt);
+        rotate(r, kt, nullptr, w.k_norm, n_head_kv, kt);
+        continue;
+      }
+      const float* st = src + t * stride;
+      rotate(r, st, w.bq, w.q_norm, n_head, qt);
+      rotate(r, st + n_q, w.bk, w.k_norm, n_head_kv, kt);
+      float* vt = v + t * n_kv;
+      const float* sv = st + n_q + n_kv;
+      if (w.bv) {
+        for (int64_t i = 0; i < n_kv; ++i) vt[i] = sv[i] + w.bv[i];
+      } else {
+        std::copy(sv, sv + n_kv, vt);
       }
     }
-  }
+  });
 }
 
 void kv_store(KvCache& cache, int64_t il, int64_t pos0, int64_t n_tokens, const float* k, const float* v) {
@@ -142,12 +195,37 @@ void kv_store(KvCache& cache, int64_t il, int64_t pos0, int64_t n_tokens, const 
 
 void swiglu_ffn(ThreadPool& pool, const FfnWeights& w, const float* x, int64_t n_tokens, float* gate_buf,
                 float* up_buf, float* out) {
-  linear_parts(pool, w.gate_up, {{&w.gate, w.gate_b, gate_buf}, {&w.up, w.up_b, up_buf}}, x, n_tokens);
-  const int64_t n = n_tokens * w.gate.n_out;
-  parallel_for(pool, n, 1 << 14, [&](int64_t i0, int64_t i1) {
+  // NOTE: with gate and up fused, SiLU(gate) * up (and their biases) is computed straight from the
+  // product [n_tokens, 2 * n_ff] into gate_buf: one pass instead of a copy into gate_buf and up_buf
+  // and a second pass over both. Work items are (row, slice of kCols columns) so that short ubatches
+  // still spread over the pool; the row kernel's result does not depend on where a slice starts.
+  constexpr int64_t kCols = 2048;
+  constexpr int64_t kMinParallel = 1 << 14;  // elements
+  const SwigluRowFn silu_mul = elementwise_kernels().swiglu_row;
+  const int64_t n_ff = w.gate.n_out;
+  const int64_t n_slices = (n_ff + kCols - 1) / kCols;
+  const float* g = gate_buf;
+  const float* u = up_buf;
+  int64_t stride = n_ff;
+  const float *gb = nullptr, *ub = nullptr;
+  if (w.gate_up.data) {
+    stride = w.gate_up.n_out;
+    float* tmp = scratch(n_tokens * stride);
+    cpu::matmul(pool, w.gate_up, x, n_tokens, tmp);
+    g = tmp;
+    u = tmp + n_ff;
+    gb = w.gate_b;
+    ub = w.up_b;
+  } else {
+    linear(pool, w.gate, w.gate_b, x, n_tokens, gate_buf);
+    linear(pool, w.up, w.up_b, x, n_tokens, up_buf);
+  }
+  const int64_t min_items = std::max<int64_t>(1, kMinParallel / std::min(kCols, n_ff));
+  parallel_for(pool, n_tokens * n_slices, min_items, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
-      const float g = gate_buf[i];
-      gate_buf[i] = g / (1.0f + std::exp(-g)) * up_buf[i];
+      const int64_t t = i / n_slices, c0 = (i % n_slices) * kCols, n = std::min(kCols, n_ff - c0);
+      silu_mul(g + t * stride + c0, u + t * stride + c0, gb ? gb + c0 : nullptr, ub ? ub + c0 : nullptr, n,
+               gate_buf + t * n_ff + c0);
     }
   });
   linear(pool, w.down, w.down_b, gate_buf, n_tokens, out);

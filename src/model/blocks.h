@@ -1,10 +1,12 @@
 // Shared building blocks of the transformer forward pass (GUIDE.md section 2): RMSNorm, linear layers,
-// RoPE, attention over a KvCache, SwiGLU feed-forward, residual add.
+// RoPE, the Q/K/V projections with RoPE fused into the split of their product, attention over a KvCache,
+// SwiGLU feed-forward, residual add.
 //
 // All activations are f32, row-major [n_tokens, width]. Weights are cpu::WeightView (any type:
-// the blocks never look at the weight format; cpu::matmul does). Functions that take a ThreadPool
-// split their work over it and must be called from one thread at a time per pool; the others are
-// pure and thread-safe.
+// the blocks never look at the weight format; cpu::matmul does). The elementwise work runs on the row
+// kernels of elementwise_kernel.h (AVX-512 or portable, picked at run time). Functions that take a
+// ThreadPool split their work over it and must be called from one thread at a time per pool; the others
+// are pure and thread-safe. Fused products go to a scratch buffer owned by the calling thread.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 
 #include "backend/cpu/ops.h"
 #include "core/thread_pool.h"
+#include "model/elementwise_kernel.h"
 #include "model/model.h"
 
 namespace ignis::model {
@@ -66,6 +69,9 @@ class RopeTable {
   RopeTable(const RopeConfig& cfg, std::span<const SeqSpan> spans);
   // Rotates x: [n_tokens, n_heads * head_dim] in place.
   void apply(float* x, int64_t n_tokens, int64_t n_heads) const;
+  // The rotation of row t (t < the table's n_tokens), for the row kernels of elementwise_kernel.h.
+  RopeRow row(int64_t t) const;
+  int64_t head_dim() const { return cfg_.head_dim; }
 
  private:
   RopeConfig cfg_;
@@ -74,6 +80,26 @@ class RopeTable {
   std::vector<float> sin_;  // [n_tokens, n_rot/2]
   void init(const std::vector<int64_t>& positions);
 };
+
+struct QkvWeights {
+  const cpu::WeightView* wq = nullptr;    // [n_embd, n_head * head_dim]
+  const cpu::WeightView* wk = nullptr;    // [n_embd, n_head_kv * head_dim]
+  const cpu::WeightView* wv = nullptr;    // [n_embd, n_head_kv * head_dim]
+  const cpu::WeightView* wqkv = nullptr;  // q, k, v fused (ModelLoader::fuse), or data == nullptr
+  const float* bq = nullptr;              // optional biases
+  const float* bk = nullptr;
+  const float* bv = nullptr;
+  const float* q_norm = nullptr;          // optional per-head RMSNorm weights [head_dim] (Qwen3)
+  const float* k_norm = nullptr;
+};
+
+// The attention inputs of x: [n_tokens, n_embd], n_tokens being the rope table's rows:
+//   q = rope(norm(x Wq^T + bq)), k = rope(norm(x Wk^T + bk)), v = x Wv^T + bv
+// where norm is the per-head RMSNorm (eps) when its weights are given. Gives exactly (bit for bit) what
+// linear_parts, rms_norm per head and RopeTable::apply give one after the other.
+// q: [n_tokens, n_head * head_dim]; k, v: [n_tokens, n_head_kv * head_dim].
+void qkv_rope(ThreadPool& pool, const QkvWeights& w, const RopeTable& rope, float eps, const float* x,
+              int64_t n_tokens, int64_t n_head, int64_t n_head_kv, float* q, float* k, float* v);
 
 // Copies K and V rows [n_tokens, kv_width] of positions pos0.. into layer il of the cache.
 void kv_store(KvCache& cache, int64_t il, int64_t pos0, int64_t n_tokens, const float* k, const float* v);
@@ -107,7 +133,8 @@ struct FfnWeights {
 };
 
 // out = down(silu(gate(x)) * up(x)).  x: [n_tokens, n_embd]; gate_buf, up_buf: [n_tokens, n_ff]
-// scratch; out: [n_tokens, n_embd] (must not alias x).
+// scratch (up_buf is used only when gate and up are not fused); out: [n_tokens, n_embd] (must not
+// alias x).
 void swiglu_ffn(ThreadPool& pool, const FfnWeights& w, const float* x, int64_t n_tokens, float* gate_buf,
                 float* up_buf, float* out);
 

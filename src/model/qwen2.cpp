@@ -91,41 +91,49 @@ void Qwen2Model::forward_ubatch(std::span<const SeqSpan> spans, std::span<const 
   const int64_t n_tokens = static_cast<int64_t>(tokens.size());
   const int64_t n_embd = hp_.n_embd, n_q = hp_.n_head * hp_.head_dim, n_kv = hp_.n_head_kv * hp_.head_dim;
   const Dumper dump;
-  Activations a(hp_, n_tokens);
+  const ActivationsLease lease = activations(n_tokens);
+  Activations& a = *lease;
   const RopeTable rope(rope_, spans);
 
-  embed(tokens, a.x.data());
+  embed(tokens, a.x);
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
     const Layer& l = layers_[il];
     const int d = static_cast<int>(il);
-    rms_norm(pool, a.x.data(), l.attn_norm, n_tokens, n_embd, hp_.rms_eps, a.cur.data());
-    dump.dump("attn_norm", d, a.cur.data(), n_tokens, n_embd);
+    rms_norm(pool, a.x, l.attn_norm, n_tokens, n_embd, hp_.rms_eps, a.cur);
+    dump.dump("attn_norm", d, a.cur, n_tokens, n_embd);
 
-    linear_parts(pool, l.wqkv, {{&l.wq, l.bq, a.q.data()}, {&l.wk, l.bk, a.k.data()}, {&l.wv, l.bv, a.v.data()}},
-                 a.cur.data(), n_tokens);
-    dump.dump("Qcur", d, a.q.data(), n_tokens, n_q);
-    dump.dump("Kcur", d, a.k.data(), n_tokens, n_kv);
-    dump.dump("Vcur", d, a.v.data(), n_tokens, n_kv);
-    rope.apply(a.q.data(), n_tokens, hp_.n_head);
-    rope.apply(a.k.data(), n_tokens, hp_.n_head_kv);
-    dump.dump("Qcur_rope", d, a.q.data(), n_tokens, n_q);
-    dump.dump("Kcur_rope", d, a.k.data(), n_tokens, n_kv);
+    // NOTE: the dump names the projections before and after RoPE, so only then are they made apart;
+    // otherwise qkv_rope rotates Q and K as it splits the fused product (the same bits either way).
+    if (dump.active()) {
+      linear_parts(pool, l.wqkv, {{&l.wq, l.bq, a.q}, {&l.wk, l.bk, a.k}, {&l.wv, l.bv, a.v}},
+                   a.cur, n_tokens);
+      dump.dump("Qcur", d, a.q, n_tokens, n_q);
+      dump.dump("Kcur", d, a.k, n_tokens, n_kv);
+      dump.dump("Vcur", d, a.v, n_tokens, n_kv);
+      rope.apply(a.q, n_tokens, hp_.n_head);
+      rope.apply(a.k, n_tokens, hp_.n_head_kv);
+      dump.dump("Qcur_rope", d, a.q, n_tokens, n_q);
+      dump.dump("Kcur_rope", d, a.k, n_tokens, n_kv);
+    } else {
+      const QkvWeights qkv{&l.wq, &l.wk, &l.wv, &l.wqkv, l.bq, l.bk, l.bv, nullptr, nullptr};
+      qkv_rope(pool, qkv, rope, hp_.rms_eps, a.cur, n_tokens, hp_.n_head, hp_.n_head_kv, a.q, a.k, a.v);
+    }
 
-    attention_batch(pool, spans, il, attn_, a.q.data(), a.k.data(), a.v.data(), a.attn.data());
-    dump.dump("kqv_out", d, a.attn.data(), n_tokens, n_q);
-    linear(pool, l.wo, nullptr, a.attn.data(), n_tokens, a.cur.data());
-    dump.dump("attn_out", d, a.cur.data(), n_tokens, n_embd);
-    add_inplace(a.x.data(), a.cur.data(), n_tokens * n_embd);
-    dump.dump("ffn_inp", d, a.x.data(), n_tokens, n_embd);
+    attention_batch(pool, spans, il, attn_, a.q, a.k, a.v, a.attn);
+    dump.dump("kqv_out", d, a.attn, n_tokens, n_q);
+    linear(pool, l.wo, nullptr, a.attn, n_tokens, a.cur);
+    dump.dump("attn_out", d, a.cur, n_tokens, n_embd);
+    add_inplace(a.x, a.cur, n_tokens * n_embd);
+    dump.dump("ffn_inp", d, a.x, n_tokens, n_embd);
 
-    rms_norm(pool, a.x.data(), l.ffn_norm, n_tokens, n_embd, hp_.rms_eps, a.cur.data());
-    dump.dump("ffn_norm", d, a.cur.data(), n_tokens, n_embd);
-    swiglu_ffn(pool, l.ffn, a.cur.data(), n_tokens, a.gate.data(), a.up.data(), a.ffn.data());
-    dump.dump("ffn_out", d, a.ffn.data(), n_tokens, n_embd);
-    add_inplace(a.x.data(), a.ffn.data(), n_tokens * n_embd);
-    dump.dump("l_out", d, a.x.data(), n_tokens, n_embd);
+    rms_norm(pool, a.x, l.ffn_norm, n_tokens, n_embd, hp_.rms_eps, a.cur);
+    dump.dump("ffn_norm", d, a.cur, n_tokens, n_embd);
+    swiglu_ffn(pool, l.ffn, a.cur, n_tokens, a.gate, a.up, a.ffn);
+    dump.dump("ffn_out", d, a.ffn, n_tokens, n_embd);
+    add_inplace(a.x, a.ffn, n_tokens * n_embd);
+    dump.dump("l_out", d, a.x, n_tokens, n_embd);
   }
-  output_head(pool, a.x.data(), out_rows, logits, dump);
+  output_head(pool, a.x, out_rows, logits, dump);
 }
 
 }  // namespace

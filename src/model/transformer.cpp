@@ -8,17 +8,59 @@
 
 namespace ignis::model {
 
-Activations::Activations(const HParams& hp, int64_t n_tokens) {
-  const auto n = [&](int64_t width) { return static_cast<size_t>(n_tokens * width); };
-  x.resize(n(hp.n_embd));
-  cur.resize(n(hp.n_embd));
-  q.resize(n(hp.n_head * hp.head_dim));
-  k.resize(n(hp.n_head_kv * hp.head_dim));
-  v.resize(n(hp.n_head_kv * hp.head_dim));
-  attn.resize(n(hp.n_head * hp.head_dim));
-  gate.resize(n(hp.n_ff));
-  up.resize(n(hp.n_ff));
-  ffn.resize(n(hp.n_embd));
+void Activations::reserve(const HParams& hp, int64_t n_tokens) {
+  // Each buffer starts on a 64-byte boundary relative to the storage.
+  const auto n = [&](int64_t width) { return (n_tokens * width + 15) / 16 * 16; };
+  const int64_t n_q = hp.n_head * hp.head_dim, n_kv = hp.n_head_kv * hp.head_dim;
+  const int64_t total = 3 * n(hp.n_embd) + 2 * n(n_q) + 2 * n(n_kv) + 2 * n(hp.n_ff);
+  if (static_cast<int64_t>(buf_.size()) < total) {
+    buf_.clear();
+    buf_.shrink_to_fit();
+    buf_.resize(static_cast<size_t>(total));
+  }
+  float* p = buf_.data();
+  const auto take = [&](int64_t width) {
+    float* r = p;
+    p += n(width);
+    return r;
+  };
+  x = take(hp.n_embd);
+  cur = take(hp.n_embd);
+  q = take(n_q);
+  k = take(n_kv);
+  v = take(n_kv);
+  attn = take(n_q);
+  gate = take(hp.n_ff);
+  up = take(hp.n_ff);
+  ffn = take(hp.n_embd);
+}
+
+void TransformerModel::ActivationsReturn::operator()(Activations* a) const {
+  std::unique_ptr<Activations> owned(a);
+  std::lock_guard<std::mutex> lock(model->act_mu_);
+  try {
+    model->act_free_.push_back(std::move(owned));
+  } catch (const std::bad_alloc&) {
+    // Not kept for reuse: freed here.
+  }
+}
+
+TransformerModel::ActivationsLease TransformerModel::activations(int64_t n_tokens) const {
+  // NOTE: a ubatch used to allocate and zero-fill its activations (tens of MB for a 512-token ubatch)
+  // on every call, paying the memset and the page faults each time. They are now kept in a free list
+  // of the model: one Activations per concurrent forward call, each as large as the largest ubatch it
+  // served (bounded by kActivationBytes), freed with the model.
+  std::unique_ptr<Activations> a;
+  {
+    std::lock_guard<std::mutex> lock(act_mu_);
+    if (!act_free_.empty()) {
+      a = std::move(act_free_.back());
+      act_free_.pop_back();
+    }
+  }
+  if (!a) a = std::make_unique<Activations>();
+  a->reserve(hp_, n_tokens);
+  return ActivationsLease(a.release(), ActivationsReturn{this});
 }
 
 std::unique_ptr<KvCache> TransformerModel::new_cache(int64_t n_ctx) const {

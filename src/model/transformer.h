@@ -3,12 +3,15 @@
 // An architecture file (llama.cpp, qwen2.cpp, qwen3.cpp) derives from TransformerModel, reads its
 // hyperparameters, binds its tensor table and implements forward_ubatch() with the blocks of
 // blocks.h. This base owns the GGUF file (so weight views stay valid), validates forward() input,
-// splits long inputs into ubatches, embeds tokens and computes the output head.
-// Immutable after construction; forward() is thread-safe for distinct caches and pools.
+// splits long inputs into ubatches, embeds tokens and computes the output head, and keeps the
+// activation buffers of past ubatches for reuse (a mutex-guarded free list, one entry per concurrent
+// forward call). Otherwise immutable after construction; forward() is thread-safe for distinct caches
+// and pools.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -21,18 +24,25 @@
 
 namespace ignis::model {
 
-// Activations of one ubatch, [n_tokens, width] f32 each.
-struct Activations {
-  Activations(const HParams& hp, int64_t n_tokens);
-  std::vector<float> x;     // residual stream [n_tokens, n_embd]
-  std::vector<float> cur;   // normed input / projection output [n_tokens, n_embd]
-  std::vector<float> q;     // [n_tokens, n_head * head_dim]
-  std::vector<float> k;     // [n_tokens, n_head_kv * head_dim]
-  std::vector<float> v;     // [n_tokens, n_head_kv * head_dim]
-  std::vector<float> attn;  // [n_tokens, n_head * head_dim]
-  std::vector<float> gate;  // [n_tokens, n_ff]
-  std::vector<float> up;    // [n_tokens, n_ff]
-  std::vector<float> ffn;   // [n_tokens, n_embd]
+// Activations of one ubatch, [n_tokens, width] f32 each, carved from one buffer that is kept between
+// forward calls (TransformerModel::activations), so their contents are undefined on entry.
+class Activations {
+ public:
+  // Points the buffers at storage for n_tokens rows of hp's widths; grows the storage when needed.
+  void reserve(const HParams& hp, int64_t n_tokens);
+
+  float* x = nullptr;     // residual stream [n_tokens, n_embd]
+  float* cur = nullptr;   // normed input / projection output [n_tokens, n_embd]
+  float* q = nullptr;     // [n_tokens, n_head * head_dim]
+  float* k = nullptr;     // [n_tokens, n_head_kv * head_dim]
+  float* v = nullptr;     // [n_tokens, n_head_kv * head_dim]
+  float* attn = nullptr;  // [n_tokens, n_head * head_dim]
+  float* gate = nullptr;  // [n_tokens, n_ff]
+  float* up = nullptr;    // [n_tokens, n_ff]
+  float* ffn = nullptr;   // [n_tokens, n_embd]
+
+ private:
+  std::vector<float> buf_;
 };
 
 class TransformerModel : public Model {
@@ -62,6 +72,16 @@ class TransformerModel : public Model {
   virtual void forward_ubatch(std::span<const SeqSpan> spans, std::span<const int32_t> tokens,
                               std::span<const int64_t> out_rows, float* logits, ThreadPool& pool) const = 0;
 
+  // Returns leased Activations to the model's free list.
+  struct ActivationsReturn {
+    const TransformerModel* model;
+    void operator()(Activations* a) const;
+  };
+  using ActivationsLease = std::unique_ptr<Activations, ActivationsReturn>;
+  // Activations for n_tokens rows (ubatch_size() at most), reused across forward calls. Thread-safe:
+  // concurrent forward calls lease distinct ones.
+  ActivationsLease activations(int64_t n_tokens) const;
+
   // x[t] = token_embd row of tokens[t].  x: [n_tokens, n_embd]
   void embed(std::span<const int32_t> tokens, float* x) const;
   // logits = output(rms_norm(x, output_norm)) for the rows listed in out_rows.
@@ -77,6 +97,10 @@ class TransformerModel : public Model {
   cpu::WeightView output_;        // [n_embd, n_vocab], == tok_embd_ when tied
   uint64_t weight_bytes_ = 0;
   uint64_t n_params_ = 0;
+
+ private:
+  mutable std::mutex act_mu_;
+  mutable std::vector<std::unique_ptr<Activations>> act_free_;  // guarded by act_mu_
 };
 
 }  // namespace ignis::model

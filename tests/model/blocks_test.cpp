@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include "model/blocks.h"
 #include "model/kv_cache.h"
@@ -20,8 +21,10 @@ std::vector<float> randn(size_t n, uint32_t seed) {
   return v;
 }
 
-void check_rope(bool neox, const float* factors, float freq_scale) {
-  const int64_t head_dim = 12, n_rot = 8, n_heads = 2, n_tokens = 3, pos0 = 5;
+// RopeTable::apply against the rotation by angles computed in double. head_dim and n_rot vary so
+// that the vector kernels see whole vectors, tails and unrotated dims.
+void check_rope(bool neox, const float* factors, float freq_scale, int64_t head_dim = 12, int64_t n_rot = 8) {
+  const int64_t n_heads = 2, n_tokens = 3, pos0 = 5;
   RopeConfig cfg{head_dim, n_rot, 500.0f, freq_scale, neox, factors};
   const std::vector<float> x = randn(n_tokens * n_heads * head_dim, 1);
   std::vector<float> y = x;
@@ -47,6 +50,17 @@ TEST(Rope, NeoxHalves) { check_rope(true, nullptr, 1.0f); }
 TEST(Rope, FrequencyFactorsAndLinearScaling) {
   const float factors[4] = {1.0f, 2.0f, 4.0f, 8.0f};
   check_rope(false, factors, 0.25f);
+  check_rope(true, factors, 0.25f);
+}
+TEST(Rope, WideHeadsWithTails) {
+  std::vector<float> factors(64);
+  for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.25f * static_cast<float>(i % 7);
+  for (const bool neox : {false, true}) {
+    for (const auto& [head_dim, n_rot] : {std::pair<int64_t, int64_t>{64, 64}, {80, 48}, {128, 128}, {72, 70}}) {
+      check_rope(neox, nullptr, 1.0f, head_dim, n_rot);
+      check_rope(neox, factors.data(), 0.5f, head_dim, n_rot);
+    }
+  }
 }
 
 TEST(RmsNorm, MatchesFormula) {
