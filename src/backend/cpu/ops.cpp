@@ -113,7 +113,9 @@ void run_tiles(ThreadPool& pool, int64_t n_units, int64_t granule, size_t unit_b
 template <class Convert>
 uint8_t* convert_rows(ThreadPool& pool, int64_t n_tokens, size_t act_row, std::vector<uint8_t>& buf,
                       const Convert& convert) {
-  buf.resize(act_row * static_cast<size_t>(n_tokens) + 64);
+  // Grow-only: sizes alternate between matmuls, and growing a vector zero-fills the new part.
+  const size_t need = act_row * static_cast<size_t>(n_tokens) + 64;
+  if (buf.size() < need) buf.resize(need);
   auto* dst = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
   if (n_tokens == 1) {
     convert(0, dst);
