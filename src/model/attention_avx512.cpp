@@ -18,12 +18,14 @@
 namespace ignis::model {
 namespace {
 
+#define IGNIS_UNROLL _Pragma("GCC unroll 16")
+
 // Lane j of the result = sum of the 16 lanes of t[j] (a fixed tree: the order never depends on data).
 inline __m512 hsum16(const __m512 t[16]) {
   __m512 u[8], v[4];
-  for (int i = 0; i < 8; ++i)
+  IGNIS_UNROLL for (int i = 0; i < 8; ++i)
     u[i] = _mm512_add_ps(_mm512_unpacklo_ps(t[2 * i], t[2 * i + 1]), _mm512_unpackhi_ps(t[2 * i], t[2 * i + 1]));
-  for (int i = 0; i < 4; ++i) {
+  IGNIS_UNROLL for (int i = 0; i < 4; ++i) {
     const __m512d a = _mm512_castps_pd(u[2 * i]), b = _mm512_castps_pd(u[2 * i + 1]);
     v[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
   }
@@ -35,27 +37,26 @@ inline __m512 hsum16(const __m512 t[16]) {
                        _mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-// One query vector against one chunk. ND = head_dim / 16.
+// One query vector against one chunk. ND = head_dim / 16. kp/vp hold 16 valid row pointers (past the
+// chunk's end they point at zeros); lanes i >= nj are masked out of the softmax and skipped in P.V.
+// NOTE: every loop is unrolled so scores and outputs stay in registers: with a runtime trip count GCC
+// kept the output in memory and each FMA waited on the previous one's store.
 template <int ND>
 inline void chunk_step(const float* qv, const float* const kp[16], const float* const vp[16], int nj, float scale,
                        float& m, float& l, float* ov) {
   __m512 qr[ND];
-  for (int c = 0; c < ND; ++c) qr[c] = _mm512_loadu_ps(qv + 16 * c);
+  IGNIS_UNROLL for (int c = 0; c < ND; ++c) qr[c] = _mm512_loadu_ps(qv + 16 * c);
   __m512 t[16];
-  for (int i = 0; i < 16; ++i) {
-    if (i < nj) {
-      __m512 a = _mm512_mul_ps(qr[0], _mm512_loadu_ps(kp[i]));
-      for (int c = 1; c < ND; ++c) a = _mm512_fmadd_ps(qr[c], _mm512_loadu_ps(kp[i] + 16 * c), a);
-      t[i] = a;
-    } else {
-      t[i] = _mm512_setzero_ps();
-    }
+  IGNIS_UNROLL for (int i = 0; i < 16; ++i) {
+    __m512 a = _mm512_mul_ps(qr[0], _mm512_loadu_ps(kp[i]));
+    IGNIS_UNROLL for (int c = 1; c < ND; ++c) a = _mm512_fmadd_ps(qr[c], _mm512_loadu_ps(kp[i] + 16 * c), a);
+    t[i] = a;
   }
   const __mmask16 valid = nj >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << nj) - 1);
   const __m512 s = _mm512_mask_mov_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), valid,
                                       _mm512_mul_ps(hsum16(t), _mm512_set1_ps(scale)));
   const float m_new = std::max(m, _mm512_reduce_max_ps(s));
-  const __m512 p = simd::exp512(_mm512_sub_ps(s, _mm512_set1_ps(m_new)));
+  const __m512 p = _mm512_maskz_mov_ps(valid, simd::exp512(_mm512_sub_ps(s, _mm512_set1_ps(m_new))));
   const float alpha = _mm_cvtss_f32(_mm512_castps512_ps128(simd::exp512(_mm512_set1_ps(m - m_new))));
   m = m_new;
   l = l * alpha + _mm512_reduce_add_ps(p);
@@ -63,12 +64,13 @@ inline void chunk_step(const float* qv, const float* const kp[16], const float* 
   _mm512_store_ps(pw, p);
   __m512 o[ND];
   const __m512 va = _mm512_set1_ps(alpha);
-  for (int c = 0; c < ND; ++c) o[c] = _mm512_mul_ps(_mm512_loadu_ps(ov + 16 * c), va);
-  for (int i = 0; i < nj; ++i) {
+  IGNIS_UNROLL for (int c = 0; c < ND; ++c) o[c] = _mm512_mul_ps(_mm512_loadu_ps(ov + 16 * c), va);
+  IGNIS_UNROLL for (int i = 0; i < 16; ++i) {
+    if (i >= nj) break;
     const __m512 pi = _mm512_set1_ps(pw[i]);
-    for (int c = 0; c < ND; ++c) o[c] = _mm512_fmadd_ps(pi, _mm512_loadu_ps(vp[i] + 16 * c), o[c]);
+    IGNIS_UNROLL for (int c = 0; c < ND; ++c) o[c] = _mm512_fmadd_ps(pi, _mm512_loadu_ps(vp[i] + 16 * c), o[c]);
   }
-  for (int c = 0; c < ND; ++c) _mm512_storeu_ps(ov + 16 * c, o[c]);
+  IGNIS_UNROLL for (int c = 0; c < ND; ++c) _mm512_storeu_ps(ov + 16 * c, o[c]);
 }
 
 template <int ND>
@@ -82,14 +84,15 @@ void attend(const AttnTile& t, float* scratch) {
   std::fill(l, l + n_vec, 0.0f);
   std::fill(o, o + n_vec * d, 0.0f);
   const int64_t n_kv_max = t.n_kv0 + t.n_rows - 1;
+  alignas(64) static const float kZeros[256] = {};
   const float* kp[16];
   const float* vp[16];
   for (int64_t j0 = 0; j0 < n_kv_max; j0 += kAttnChunk) {
     const int64_t n_chunk = std::min<int64_t>(kAttnChunk, n_kv_max - j0);
-    for (int64_t i = 0; i < n_chunk; ++i) {
+    for (int64_t i = 0; i < 16; ++i) {
       const int64_t j = j0 + i;
-      kp[i] = t.k_pages[j / t.page] + (j % t.page) * t.width + t.kv_off;
-      vp[i] = t.v_pages[j / t.page] + (j % t.page) * t.width + t.kv_off;
+      kp[i] = i < n_chunk ? t.k_pages[j / t.page] + (j % t.page) * t.width + t.kv_off : kZeros;
+      vp[i] = i < n_chunk ? t.v_pages[j / t.page] + (j % t.page) * t.width + t.kv_off : kZeros;
     }
     for (int64_t r = 0; r < t.n_rows; ++r) {
       const int64_t n_kv = t.n_kv0 + r;
