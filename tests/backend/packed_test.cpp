@@ -13,6 +13,7 @@
 #include "backend/cpu/packed.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/fp16.h"
 #include "core/thread_pool.h"
 
 namespace ignis::cpu {
@@ -136,6 +137,26 @@ TEST(PackedFused, EqualsSeparateProductsAndRefusesMisfits) {
   std::vector<uint8_t> q8(row_bytes(DType::Q8_0, n_in) * 16, 0);
   const WeightView mixed[] = {parts[0], WeightView{DType::Q8_0, q8.data(), n_in, 16}};
   EXPECT_EQ(store.add_fused(mixed).data, nullptr);
+}
+
+TEST(PackedF16, ActivationRoundingEqualsScalarConversion) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512";
+  std::mt19937 rng(3);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> x;
+  for (int i = 0; i < 997; ++i) x.push_back(g(rng) * std::pow(10.0f, static_cast<float>(i % 13 - 8)));
+  // Ties (exact midpoints between f16 neighbours), the overflow edge, subnormals, specials.
+  for (float v : {1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 65504.0f, 65519.0f, 65520.0f, -70000.0f, 5.96e-8f, 2.98e-8f,
+                  1e-7f, -0.0f, INFINITY, -INFINITY})
+    x.push_back(v);
+  std::vector<float> y(x.size());
+  f16_round_avx512(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float want = f16_to_f32(f32_to_f16(x[i]));
+    ASSERT_EQ(std::signbit(y[i]), std::signbit(want)) << x[i];
+    ASSERT_TRUE(y[i] == want || (std::isnan(y[i]) && std::isnan(want))) << x[i] << ": " << y[i] << " vs " << want;
+  }
 }
 
 TEST(PackedErrors, GetRowRefusesPackedViewsAndUnpackableTypesStayUnpacked) {

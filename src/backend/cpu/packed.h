@@ -101,5 +101,7 @@ struct PackedKernels {
 // nullptr entries when the CPU (or IGNIS_ISA) does not allow AVX-512.
 PackedKernels packed_kernels(DType t);
 PackedKernels packed_kernels_avx512(DType t);  // only call when AVX-512 is supported
+// y[i] = x[i] rounded to the nearest f16 (ties to even), as f32: F16 products' activations.
+void f16_round_avx512(const float* x, float* y, int64_t n);  // only call when AVX-512 is supported
 
 }  // namespace ignis::cpu

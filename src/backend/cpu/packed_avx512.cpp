@@ -263,6 +263,16 @@ void packed_dot_f16(int64_t n, const uint8_t* group, const uint8_t* x, size_t x_
 
 }  // namespace
 
+void f16_round_avx512(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT)));
+  }
+}
+
 PackedKernels packed_kernels_avx512(DType t) {
   // NOTE: 32-element types keep 8 tokens' accumulators in registers (with the 8 decoded weight chunks:
   // each chunk feeds 8 vpdpbusd per load and decode); the K-quants' per-sub-block accumulators and F16's
