@@ -257,6 +257,7 @@ void packed_dot_f16(int64_t n, const uint8_t* group, const uint8_t* x, size_t x_
     for (; k < n_rows; ++k) f16_rows<1, 1>(n, w + k * n, x, x_stride, out + k, out_stride);
     return;
   }
+  for (; k + 4 <= n_rows; k += 4) f16_rows<4, NX>(n, w + k * n, x, x_stride, out + k, out_stride);
   for (; k + 2 <= n_rows; k += 2) f16_rows<2, NX>(n, w + k * n, x, x_stride, out + k, out_stride);
   if (k < n_rows) f16_rows<1, NX>(n, w + k * n, x, x_stride, out + k, out_stride);
 }
@@ -283,7 +284,7 @@ PackedKernels packed_kernels_avx512(DType t) {
     case DType::Q8_0: return {packed_dot32<DType::Q8_0, 1>, packed_dot32<DType::Q8_0, 8>, 8};
     case DType::Q4_K: return {packed_dot_q4k<1>, packed_dot_q4k<4>, 4};
     case DType::Q6_K: return {packed_dot_q6k<1>, packed_dot_q6k<4>, 4};
-    case DType::F16: return {packed_dot_f16<1>, packed_dot_f16<4>, 4};
+    case DType::F16: return {packed_dot_f16<1>, packed_dot_f16<3>, 3};
     default: return {};
   }
 }
