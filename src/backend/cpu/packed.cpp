@@ -18,7 +18,7 @@ namespace ignis::cpu {
 namespace {
 
 constexpr size_t kAlign = 64;
-constexpr size_t kParallelPackBytes = size_t{4} << 20;  // matrices at least this large pack on several threads
+constexpr size_t kParallelPackBytes = size_t{256} << 10;  // matrices at least this large pack on several threads
 constexpr int64_t kR = kPackRows;
 
 int64_t row_groups(int64_t n_out) { return (n_out + kR - 1) / kR; }
