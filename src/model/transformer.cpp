@@ -161,4 +161,62 @@ void TransformerModel::output_head(ThreadPool& pool, const float* x, std::span<c
   dump.dump("result_output", -1, logits, n_out, hp_.n_vocab);
 }
 
+void TransformerModel::decoder_forward(std::span<const DecoderLayer> layers, const RopeConfig& rope_cfg,
+                                       const AttentionShape& attn, std::span<const SeqSpan> spans,
+                                       std::span<const int32_t> tokens, std::span<const int64_t> out_rows,
+                                       float* logits, ThreadPool& pool) const {
+  const int64_t n_tokens = static_cast<int64_t>(tokens.size());
+  const int64_t n_embd = hp_.n_embd, head_dim = hp_.head_dim;
+  const int64_t n_q = hp_.n_head * head_dim, n_kv = hp_.n_head_kv * head_dim;
+  const Dumper dump;
+  const ActivationsLease lease = activations(n_tokens);
+  Activations& a = *lease;
+  const RopeTable rope(rope_cfg, spans);
+
+  embed(tokens, a.x);
+  for (int64_t il = 0; il < static_cast<int64_t>(layers.size()); ++il) {
+    const DecoderLayer& l = layers[il];
+    const int d = static_cast<int>(il);
+    rms_norm(pool, a.x, l.attn_norm, n_tokens, n_embd, hp_.rms_eps, a.cur);
+    dump.dump("attn_norm", d, a.cur, n_tokens, n_embd);
+
+    // NOTE: the dump names the projections before and after RoPE, so only then are they made apart;
+    // otherwise qkv_rope rotates Q and K as it splits the fused product (the same bits either way).
+    if (dump.active()) {
+      linear_parts(pool, l.wqkv, {{&l.wq, l.bq, a.q}, {&l.wk, l.bk, a.k}, {&l.wv, l.bv, a.v}}, a.cur, n_tokens);
+      dump.dump("Qcur", d, a.q, n_tokens, n_q);
+      dump.dump("Kcur", d, a.k, n_tokens, n_kv);
+      dump.dump("Vcur", d, a.v, n_tokens, n_kv);
+      if (l.q_norm) {  // per-head RMSNorm: each head is one row of head_dim
+        rms_norm(pool, a.q, l.q_norm, n_tokens * hp_.n_head, head_dim, hp_.rms_eps, a.q);
+        rms_norm(pool, a.k, l.k_norm, n_tokens * hp_.n_head_kv, head_dim, hp_.rms_eps, a.k);
+        dump.dump("Qcur_normed", d, a.q, n_tokens, n_q);
+        dump.dump("Kcur_normed", d, a.k, n_tokens, n_kv);
+      }
+      rope.apply(a.q, n_tokens, hp_.n_head);
+      rope.apply(a.k, n_tokens, hp_.n_head_kv);
+      dump.dump("Qcur_rope", d, a.q, n_tokens, n_q);
+      dump.dump("Kcur_rope", d, a.k, n_tokens, n_kv);
+    } else {
+      const QkvWeights qkv{&l.wq, &l.wk, &l.wv, &l.wqkv, l.bq, l.bk, l.bv, l.q_norm, l.k_norm};
+      qkv_rope(pool, qkv, rope, hp_.rms_eps, a.cur, n_tokens, hp_.n_head, hp_.n_head_kv, a.q, a.k, a.v);
+    }
+
+    attention_batch(pool, spans, il, attn, a.q, a.k, a.v, a.attn);
+    dump.dump("kqv_out", d, a.attn, n_tokens, n_q);
+    linear(pool, l.wo, l.bo, a.attn, n_tokens, a.cur);
+    dump.dump("attn_out", d, a.cur, n_tokens, n_embd);
+    add_inplace(a.x, a.cur, n_tokens * n_embd);
+    dump.dump("ffn_inp", d, a.x, n_tokens, n_embd);
+
+    rms_norm(pool, a.x, l.ffn_norm, n_tokens, n_embd, hp_.rms_eps, a.cur);
+    dump.dump("ffn_norm", d, a.cur, n_tokens, n_embd);
+    swiglu_ffn(pool, l.ffn, a.cur, n_tokens, a.gate, a.up, a.ffn);
+    dump.dump("ffn_out", d, a.ffn, n_tokens, n_embd);
+    add_inplace(a.x, a.ffn, n_tokens * n_embd);
+    dump.dump("l_out", d, a.x, n_tokens, n_embd);
+  }
+  output_head(pool, a.x, out_rows, logits, dump);
+}
+
 }  // namespace ignis::model

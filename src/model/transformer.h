@@ -2,7 +2,7 @@
 //
 // An architecture file (llama.cpp, qwen2.cpp, qwen3.cpp) derives from TransformerModel, reads its
 // hyperparameters, binds its tensor table and implements forward_ubatch() with the blocks of
-// blocks.h. This base owns the GGUF file (so weight views stay valid), validates forward() input,
+// blocks.h; the pre-norm decoder those three share is decoder_forward() over DecoderLayer weights. This base owns the GGUF file (so weight views stay valid), validates forward() input,
 // splits long inputs into ubatches, embeds tokens and computes the output head, and keeps the
 // activation buffers of past ubatches for reuse (a mutex-guarded free list, one entry per concurrent
 // forward call). Otherwise immutable after construction; forward() is thread-safe for distinct caches
@@ -45,6 +45,26 @@ class Activations {
   std::vector<float> buf_;
 };
 
+// The weights of one pre-norm decoder layer: RMSNorm -> Q/K/V (optional biases, optional per-head
+// RMSNorm of Q and K) -> RoPE -> causal GQA attention -> output projection (optional bias) ->
+// residual; RMSNorm -> SwiGLU FFN -> residual. Views into the model's file or packed store.
+struct DecoderLayer {
+  const float* attn_norm = nullptr;  // [n_embd]
+  cpu::WeightView wq;                // [n_embd, n_head * head_dim]
+  cpu::WeightView wk;                // [n_embd, n_head_kv * head_dim]
+  cpu::WeightView wv;                // [n_embd, n_head_kv * head_dim]
+  cpu::WeightView wqkv;              // q, k, v fused (ModelLoader::fuse), or data == nullptr
+  cpu::WeightView wo;                // [n_head * head_dim, n_embd]
+  const float* bq = nullptr;         // optional biases
+  const float* bk = nullptr;
+  const float* bv = nullptr;
+  const float* bo = nullptr;
+  const float* q_norm = nullptr;     // [head_dim], optional (Qwen3)
+  const float* k_norm = nullptr;     // [head_dim], optional (Qwen3)
+  const float* ffn_norm = nullptr;   // [n_embd]
+  FfnWeights ffn;
+};
+
 class TransformerModel : public Model {
  public:
   // Tokens per ubatch: at most kUbatch, fewer when one token's activations are so wide that
@@ -81,6 +101,12 @@ class TransformerModel : public Model {
   // Activations for n_tokens rows (ubatch_size() at most), reused across forward calls. Thread-safe:
   // concurrent forward calls lease distinct ones.
   ActivationsLease activations(int64_t n_tokens) const;
+
+  // The whole ubatch through the pre-norm decoder: embed, every layer of `layers`, output head.
+  // Every intermediate is named for the Dumper (llama.cpp's tensor names).
+  void decoder_forward(std::span<const DecoderLayer> layers, const RopeConfig& rope_cfg, const AttentionShape& attn,
+                       std::span<const SeqSpan> spans, std::span<const int32_t> tokens,
+                       std::span<const int64_t> out_rows, float* logits, ThreadPool& pool) const;
 
   // x[t] = token_embd row of tokens[t].  x: [n_tokens, n_embd]
   void embed(std::span<const int32_t> tokens, float* x) const;
