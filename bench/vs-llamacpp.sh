@@ -35,20 +35,20 @@ if [ $# -eq 0 ]; then
     "$MODELS"/qwen2.5-0.5b-q4_k_m.gguf "$MODELS"/qwen2.5-1.5b-q4_0.gguf "$MODELS"/qwen2.5-1.5b-q4_k_m.gguf \
     "$MODELS"/llama-3.2-1b-q4_0.gguf "$MODELS"/qwen3-0.6b-q8_0.gguf
 fi
-# 4. Memory bandwidth per thread count.
+# 4. Memory bandwidth: measured again before every repetition (on a shared VM it drifts by tens of
+# percent within minutes); each model's floor uses the median of the measurements made beside it.
 cc -O3 -march=native -fopenmp "$ROOT/bench/membw.c" -o "$SCRATCH/membw"
-declare -A BW
-for t in $THREADS; do BW[$t]=$("$SCRATCH/membw" "$t"); done
 
 OUT="$SCRATCH/results-$(date +%Y%m%d-%H%M%S).jsonl"
-echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs); bandwidth GB/s: $(for t in $THREADS; do printf '%s threads %s; ' "$t" "${BW[$t]}"; done)"
+echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs)"
 for m in "$@"; do
   for t in $THREADS; do
     for r in $(seq 1 "$REPS"); do
+      bw=$("$SCRATCH/membw" "$t")
       "$LL/build/bin/llama-bench" -m "$m" -p "$PP" -n "$TG" -t "$t" -r 1 -o jsonl 2>/dev/null |
-        sed "s|^{|{\"engine\":\"llama.cpp\",\"bw\":${BW[$t]},|" >>"$OUT"
+        sed "s|^{|{\"engine\":\"llama.cpp\",\"bw\":$bw,|" >>"$OUT"
       "$ROOT/build/bin/ignis" bench -m "$m" -p "$PP" -n "$TG" -t "$t" -r 1 -o json 2>/dev/null |
-        sed "s|^{|{\"engine\":\"ignis\",\"bw\":${BW[$t]},|" >>"$OUT"
+        sed "s|^{|{\"engine\":\"ignis\",\"bw\":$bw,|" >>"$OUT"
     done
   done
 done
@@ -62,14 +62,17 @@ for r in rows:
     if r["engine"] == "llama.cpp": size[os.path.basename(r["model_filename"])] = r["model_size"]
 print("| model | threads | test | llama.cpp t/s | ignis t/s | ignis / llama.cpp | tg / floor (llama.cpp, ignis) |")
 print("|---|---:|---|---:|---:|---:|---|")
-bw = {r["n_threads"]: r["bw"] for r in rows}
+bws = {}
+for r in rows:
+    bws.setdefault((os.path.basename(r["model_filename"]), r["n_threads"]), []).append(r["bw"])
+bw = {k: statistics.median(v) for k, v in bws.items()}
 for k in sorted({k[:3] for k in med}):
     l = statistics.median(med.get(k + ("llama.cpp",), [float("nan")]))
     i = statistics.median(med.get(k + ("ignis",), [float("nan")]))
     floor = ""
     if k[2].startswith("tg") and k[0] in size:
-        f = bw[k[1]] * 1e9 / size[k[0]]
-        floor = "%.2f, %.2f (floor %.1f t/s)" % (l / f, i / f, f)
+        f = bw[(k[0], k[1])] * 1e9 / size[k[0]]
+        floor = "%.2f, %.2f (floor %.1f t/s at %.1f GB/s)" % (l / f, i / f, f, bw[(k[0], k[1])])
     print("| %s | %d | %s | %.2f | %.2f | %.2f | %s |" % (k[0], k[1], k[2], l, i, i / l if l else float("nan"), floor))
 PYEOF
 echo "raw results: $OUT"
