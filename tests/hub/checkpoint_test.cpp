@@ -35,13 +35,11 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
-class CheckpointTest : public ::testing::Test {
+class CheckpointTest : public FakeHubTest {
  protected:
+  CheckpointTest() : FakeHubTest("ignis_ckpt_test_") {}
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("ignis_ckpt_test_" + std::to_string(getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    root_ = dir_ / "root";
+    FakeHubTest::SetUp();
     // What is downloaded.
     add(kSharded, "config.json", "{\"architectures\": [\"LlamaForCausalLM\"]}\n");
     add(kSharded, "generation_config.json", "{\"eos_token_id\": [1, 2], \"temperature\": 0.6}\n");
@@ -64,33 +62,6 @@ class CheckpointTest : public ::testing::Test {
     add(kSharded, "README.md", "# sharded\n");
     add(kSharded, ".gitattributes", "*.safetensors filter=lfs\n");
   }
-  void TearDown() override {
-    server_.reset();
-    fs::remove_all(dir_);
-  }
-
-  void add(const std::string& repo, const std::string& file, const std::string& data) {
-    write_file(root_ / repo / file, data);
-  }
-  std::string source(const std::string& repo, const std::string& file) { return read_file(root_ / repo / file); }
-  void start(const std::vector<std::string>& extra = {}) {
-    server_.reset();
-    server_ = std::make_unique<HubServer>(root_, dir_, extra);
-  }
-  HubOptions opts() const {
-    HubOptions o;
-    o.endpoint = server_ ? server_->endpoint() : "http://127.0.0.1:" + std::to_string(closed_port());
-    o.cache_dir = (dir_ / "cache").string();
-    o.progress = false;
-    return o;
-  }
-  fs::path repo_dir(const std::string& repo) const { return fs::path(repo_cache_dir(repo, opts())); }
-  std::vector<nlohmann::json> cdn_gets() const {
-    std::vector<nlohmann::json> out;
-    for (const auto& e : server_->log())
-      if (e["method"] == "GET" && e["path"].get<std::string>().rfind("/cdn/", 0) == 0) out.push_back(e);
-    return out;
-  }
   // Repo-relative names of the files asked for on /resolve/ (HEAD or GET).
   std::set<std::string> resolved_files(const std::string& repo) const {
     std::set<std::string> out;
@@ -109,9 +80,6 @@ class CheckpointTest : public ::testing::Test {
       if (fs::is_regular_file(e.path())) out.insert(e.path().lexically_relative(dir).generic_string());
     return out;
   }
-
-  fs::path dir_, root_;
-  std::unique_ptr<HubServer> server_;
 };
 
 const std::set<std::string> kShardedFiles = {

@@ -1,5 +1,6 @@
-// Test helpers: fake hub repos on disk and the fake hub server (tests/hub_server/hub_server.py) on a
-// free port, stopped (SIGTERM to its own pid) when the object dies. Not thread-safe.
+// Test helpers: fake hub repos on disk, the fake hub server (tests/hub_server/hub_server.py) on a
+// free port, stopped (SIGTERM to its own pid) when the object dies, and FakeHubTest, a fixture around
+// it. Not thread-safe.
 #pragma once
 
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -20,7 +22,10 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "hub/hub.h"
 
 extern char** environ;
 
@@ -107,6 +112,52 @@ class HubServer {
   pid_t pid_ = -1;
   int port_ = 0;
   fs::path port_file_, log_;
+};
+
+// A test fixture around a fresh fake hub: a per-test work folder holding the repos' files (root_), the
+// server (start()), hub options pointing at it, and queries of its request log. Derived fixtures add
+// their repos' files in SetUp() after calling FakeHubTest::SetUp().
+class FakeHubTest : public ::testing::Test {
+ protected:
+  explicit FakeHubTest(std::string prefix) : prefix_(std::move(prefix)) {}
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / (prefix_ + std::to_string(getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    root_ = dir_ / "root";
+  }
+  void TearDown() override {
+    server_.reset();
+    fs::remove_all(dir_);
+  }
+
+  void add(const std::string& repo, const std::string& file, const std::string& data) {
+    write_file(root_ / repo / file, data);
+  }
+  std::string source(const std::string& repo, const std::string& file) { return read_file(root_ / repo / file); }
+  void start(const std::vector<std::string>& extra = {}) {
+    server_.reset();
+    server_ = std::make_unique<HubServer>(root_, dir_, extra);
+  }
+  ignis::hub::HubOptions opts() const {
+    ignis::hub::HubOptions o;
+    o.endpoint = server_ ? server_->endpoint() : "http://127.0.0.1:" + std::to_string(closed_port());
+    o.cache_dir = (dir_ / "cache").string();
+    o.progress = false;
+    return o;
+  }
+  fs::path repo_dir(const std::string& repo) const { return fs::path(ignis::hub::repo_cache_dir(repo, opts())); }
+  // The requests for file bodies (the CDN redirects' targets).
+  std::vector<nlohmann::json> cdn_gets() const {
+    std::vector<nlohmann::json> out;
+    for (const auto& e : server_->log())
+      if (e["method"] == "GET" && e["path"].get<std::string>().rfind("/cdn/", 0) == 0) out.push_back(e);
+    return out;
+  }
+
+  std::string prefix_;
+  fs::path dir_, root_;
+  std::unique_ptr<HubServer> server_;
 };
 
 }  // namespace hub_test

@@ -17,13 +17,11 @@ namespace {
 constexpr const char* kRepo = "org/tiny-GGUF";
 constexpr size_t kBig = 300000;  // bytes of the Q4_K_M fake model
 
-class HubTest : public ::testing::Test {
+class HubTest : public FakeHubTest {
  protected:
+  HubTest() : FakeHubTest("ignis_hub_test_") {}
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("ignis_hub_test_" + std::to_string(getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    root_ = dir_ / "root";
+    FakeHubTest::SetUp();
     add(kRepo, "m-Q4_K_M.gguf", random_bytes(kBig, "q4km"));
     add(kRepo, "m-Q8_0.gguf", random_bytes(120000, "q80"));
     add(kRepo, "README.md", "# tiny\n");
@@ -34,39 +32,12 @@ class HubTest : public ::testing::Test {
     add("org/ckpt", "model.safetensors", random_bytes(90000, "st"));
     add("org/ckpt", "sub/tokenizer.json", "{\"model\": {}}\n");
   }
-  void TearDown() override {
-    server_.reset();
-    fs::remove_all(dir_);
-  }
-
-  void add(const std::string& repo, const std::string& file, const std::string& data) {
-    write_file(root_ / repo / file, data);
-  }
-  std::string source(const std::string& repo, const std::string& file) { return read_file(root_ / repo / file); }
-  void start(const std::vector<std::string>& extra = {}) {
-    server_.reset();
-    server_ = std::make_unique<HubServer>(root_, dir_, extra);
-  }
-  HubOptions opts() const {
-    HubOptions o;
-    o.endpoint = server_ ? server_->endpoint() : "http://127.0.0.1:" + std::to_string(closed_port());
-    o.cache_dir = (dir_ / "cache").string();
-    o.progress = false;
-    return o;
-  }
   size_t count(const std::string& method, const std::string& path_part) const {
     size_t n = 0;
     for (const auto& e : server_->log())
       if (e["method"] == method && e["path"].get<std::string>().find(path_part) != std::string::npos) ++n;
     return n;
   }
-  std::vector<nlohmann::json> cdn_gets() const {
-    std::vector<nlohmann::json> out;
-    for (const auto& e : server_->log())
-      if (e["method"] == "GET" && e["path"].get<std::string>().rfind("/cdn/", 0) == 0) out.push_back(e);
-    return out;
-  }
-  fs::path repo_dir(const std::string& repo) const { return fs::path(repo_cache_dir(repo, opts())); }
 
   static std::string error_of(const std::function<void()>& f) {
     try {
@@ -76,9 +47,6 @@ class HubTest : public ::testing::Test {
     }
     return "(no error)";
   }
-
-  fs::path dir_, root_;
-  std::unique_ptr<HubServer> server_;
 };
 
 TEST_F(HubTest, DownloadsIntoTheHubCacheLayout) {
