@@ -218,6 +218,26 @@ std::vector<SpPiece> read_sp_pieces(const std::string& path) {
 }
 
 // llama.cpp's list of added-token texts that are control tokens even when not marked special.
+// Calls fn(id, entry) for every entry of tokenizer_config.json's added_tokens_decoder (an object keyed by
+// the decimal id); an entry that is not a non-negative id with a string "content" is an error.
+template <class Fn>
+void for_each_added_token(const json& tc, const std::string& tc_path, const Fn& fn) {
+  if (!tc.contains("added_tokens_decoder") || !tc["added_tokens_decoder"].is_object()) return;
+  for (auto it = tc["added_tokens_decoder"].begin(); it != tc["added_tokens_decoder"].end(); ++it) {
+    int64_t id = -1;
+    try {
+      size_t pos = 0;
+      id = std::stoll(it.key(), &pos);
+      if (pos != it.key().size()) id = -1;
+    } catch (const std::exception&) {
+    }
+    const json& a = it.value();
+    if (id < 0 || !a.is_object() || !a.contains("content") || !a["content"].is_string())
+      fail("{}: added_tokens_decoder entry {} is not an id with a content", tc_path, it.key());
+    fn(id, a);
+  }
+}
+
 bool looks_special(const std::string& t) {
   auto wrapped = [&](const char* a, const char* b) {
     size_t na = std::strlen(a), nb = std::strlen(b);
@@ -296,33 +316,21 @@ HfVocab read_spm_vocab(const std::string& dir, const HfConfig& cfg, const json& 
       v.types[size_t(id)] = kUserDefined;
     }
   }
-  if (tc.contains("added_tokens_decoder") && tc["added_tokens_decoder"].is_object()) {
-    for (auto it = tc["added_tokens_decoder"].begin(); it != tc["added_tokens_decoder"].end(); ++it) {
-      int64_t id = -1;
-      try {
-        size_t pos = 0;
-        id = std::stoll(it.key(), &pos);
-        if (pos != it.key().size()) id = -1;
-      } catch (const std::exception&) {
-      }
-      const json& a = it.value();
-      if (id < 0 || !a.is_object() || !a.contains("content") || !a["content"].is_string())
-        fail("{}: added_tokens_decoder entry {} is not an id with a content", tc_path, it.key());
-      if (id >= cfg.n_vocab)
-        fail("{}: added token {} has id {}, outside [0, vocab_size {})", tc_path, a["content"].get<std::string>(), id,
-             cfg.n_vocab);
-      std::string content = a["content"].get<std::string>();
-      if (a.value("special", false) || looks_special(content)) {
-        v.types[size_t(id)] = kControl;
-      } else {
-        for (size_t p = content.find("\xe2\x96\x81"); p != std::string::npos; p = content.find("\xe2\x96\x81", p + 1))
-          content.replace(p, 3, " ");
-        v.types[size_t(id)] = kUserDefined;
-      }
-      v.scores[size_t(id)] = -1000.0f;
-      v.tokens[size_t(id)] = content;
+  for_each_added_token(tc, tc_path, [&](int64_t id, const json& a) {
+    if (id >= cfg.n_vocab)
+      fail("{}: added token {} has id {}, outside [0, vocab_size {})", tc_path, a["content"].get<std::string>(), id,
+           cfg.n_vocab);
+    std::string content = a["content"].get<std::string>();
+    if (a.value("special", false) || looks_special(content)) {
+      v.types[size_t(id)] = kControl;
+    } else {
+      for (size_t p = content.find("\xe2\x96\x81"); p != std::string::npos; p = content.find("\xe2\x96\x81", p + 1))
+        content.replace(p, 3, " ");
+      v.types[size_t(id)] = kUserDefined;
     }
-  }
+    v.scores[size_t(id)] = -1000.0f;
+    v.tokens[size_t(id)] = content;
+  });
   auto by_text = [&](const char* key) -> int64_t {
     std::string s = special_string(tc, key);
     if (s.empty()) return -1;
@@ -423,21 +431,9 @@ HfVocab read_hf_vocab(const std::string& dir, const HfConfig& cfg) {
   }
 
   // tokenizer_config.json's added_tokens_decoder says which added tokens are special.
-  if (tc.contains("added_tokens_decoder") && tc["added_tokens_decoder"].is_object()) {
-    for (auto it = tc["added_tokens_decoder"].begin(); it != tc["added_tokens_decoder"].end(); ++it) {
-      int64_t id = -1;
-      try {
-        size_t pos = 0;
-        id = std::stoll(it.key(), &pos);
-        if (pos != it.key().size()) id = -1;
-      } catch (const std::exception&) {
-      }
-      const json& a = it.value();
-      if (id < 0 || !a.is_object() || !a.contains("content") || !a["content"].is_string())
-        fail("{}: added_tokens_decoder entry {} is not an id with a content", tc_path, it.key());
-      added.push_back({id, a["content"].get<std::string>(), a.value("special", false), &tc_path});
-    }
-  }
+  for_each_added_token(tc, tc_path, [&](int64_t id, const json& a) {
+    added.push_back({id, a["content"].get<std::string>(), a.value("special", false), &tc_path});
+  });
 
   v.tokens.assign(static_cast<size_t>(cfg.n_vocab), std::string());
   v.types.assign(static_cast<size_t>(cfg.n_vocab), kUnused);
