@@ -23,10 +23,15 @@ namespace {
 
 constexpr int64_t kRowsPerTile = 8;
 
+// The kernel for head_dim on this CPU; the CPU is probed once.
 AttnTileFn pick_kernel(int64_t head_dim) {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && head_dim % 16 == 0 && head_dim <= 256) return attend_tile_avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return attend_tile_avx2;
+  static const bool avx512 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx512 && head_dim % 16 == 0 && head_dim <= 256) return attend_tile_avx512;
+  if (avx2) return attend_tile_avx2;
   return attend_tile_portable;
 }
 
@@ -41,8 +46,7 @@ struct Item {
 
 void attend_spans(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, const AttentionShape& sh,
                   const float* q, float* out) {
-  static const AttnTileFn kernel_wide = pick_kernel(64);
-  const AttnTileFn kernel = sh.head_dim % 16 == 0 && sh.head_dim <= 256 ? kernel_wide : pick_kernel(sh.head_dim);
+  const AttnTileFn kernel = pick_kernel(sh.head_dim);
   const int64_t width = spans[0].cache->kv_width();
   const int64_t page = spans[0].cache->page_size();
   const int64_t group = sh.n_head / sh.n_head_kv;
