@@ -26,6 +26,7 @@ constexpr int64_t kRowTile = 16;
 constexpr int64_t kTilesPerThread = 8;
 constexpr size_t kActCacheBytes = 256 * 1024;
 constexpr size_t kWeightCacheBytes = 256 * 1024;
+constexpr size_t kMinChunkBytes = 16 * 1024;
 constexpr int kMaxTypeId = 64;
 
 // Best activation converter per raw type id, resolved once.
@@ -86,6 +87,41 @@ void run_tiles(ThreadPool& pool, int64_t n_units, int64_t granule, size_t unit_b
   const int64_t n_unit_tiles = (n_units + per_tile - 1) / per_tile;
   const int64_t n_tiles = n_unit_tiles * ((n_tokens + tok_block - 1) / tok_block);
   std::atomic<int64_t> next{0};
+  // Units [u0, u1) for tokens [t0, t1), the weights taken in cache-sized slices.
+  auto run_units = [&](int64_t u0, int64_t u1, int64_t t0, int64_t t1) {
+    for (int64_t s0 = u0; s0 < u1; s0 += slice) {
+      const int64_t s1 = std::min(u1, s0 + slice);
+      int64_t t = t0;
+      // n_multi tokens at a time: each weight block is decoded once per group of tokens.
+      if (n_multi > 1)
+        for (; t + n_multi <= t1; t += n_multi)
+          for (int64_t u = s0; u < s1; ++u) do4(u, t);
+      for (; t < t1; ++t)
+        for (int64_t u = s0; u < s1; ++u) do1(u, t);
+    }
+  };
+  if (tok_block == n_tokens && pool.n_threads() > 1) {
+    // NOTE: with one token block (decode) a matmul is a few hundred microseconds of streaming, and
+    // the fixed tiles above left one thread idle for half a tile at the end of each (~3% of decode).
+    // Chunks here shrink with the work left (a 1/(2 nth) share, at least kMinChunkBytes of weights),
+    // so the threads finish within one small chunk of each other, whatever the other load on the cores.
+    const int64_t nth = pool.n_threads();
+    const int64_t min_units = std::max<int64_t>(
+        granule, (static_cast<int64_t>(kMinChunkBytes / std::max<size_t>(unit_bytes, 1)) + granule - 1) / granule * granule);
+    pool.run([&](int, int) {
+      int64_t u0 = next.load(std::memory_order_relaxed);
+      for (;;) {
+        const int64_t left = n_units - u0;
+        if (left <= 0) break;
+        const int64_t share = (left / (2 * nth) + granule - 1) / granule * granule;
+        const int64_t take = std::min(left, std::max(min_units, share));
+        if (!next.compare_exchange_weak(u0, u0 + take, std::memory_order_relaxed)) continue;
+        run_units(u0, u0 + take, 0, n_tokens);
+        u0 = next.load(std::memory_order_relaxed);
+      }
+    });
+    return;
+  }
   pool.run([&](int, int) {
     for (;;) {
       const int64_t tile = next.fetch_add(1, std::memory_order_relaxed);
@@ -93,17 +129,7 @@ void run_tiles(ThreadPool& pool, int64_t n_units, int64_t granule, size_t unit_b
       // Token block is the outer index so consecutive tiles share activations in cache.
       const int64_t tb = tile / n_unit_tiles, ut = tile % n_unit_tiles;
       const int64_t u0 = ut * per_tile, u1 = std::min(n_units, u0 + per_tile);
-      const int64_t t0 = tb * tok_block, t1 = std::min(n_tokens, t0 + tok_block);
-      for (int64_t s0 = u0; s0 < u1; s0 += slice) {
-        const int64_t s1 = std::min(u1, s0 + slice);
-        int64_t t = t0;
-        // n_multi tokens at a time: each weight block is decoded once per group of tokens.
-        if (n_multi > 1)
-          for (; t + n_multi <= t1; t += n_multi)
-            for (int64_t u = s0; u < s1; ++u) do4(u, t);
-        for (; t < t1; ++t)
-          for (int64_t u = s0; u < s1; ++u) do1(u, t);
-      }
+      run_units(u0, u1, tb * tok_block, std::min(n_tokens, (tb + 1) * tok_block));
     }
   });
 }

@@ -316,8 +316,9 @@ WeightView PackedStore::add_fused(std::span<const WeightView> parts) {
 }
 
 PackedKernels packed_kernels(DType t) {
-  if (best_isa() != Isa::kAvx512) return {};
-  return packed_kernels_avx512(t);
+  if (best_isa() == Isa::kAvx512) return packed_kernels_avx512(t);
+  if (best_isa() == Isa::kAvx2) return packed_kernels_avx2(t);
+  return {};
 }
 
 }  // namespace ignis::cpu

@@ -1,0 +1,254 @@
+// AVX2 kernels over packed weights (the row-interleaved layouts of packed.h, shared with the AVX-512
+// kernels): for CPUs without AVX-512 (Zen 2/3, most Intel client parts).
+//
+// A 64-byte chunk of a record holds 4 quants of each of 16 rows; a 256-bit register holds half of it,
+// so 32-bit lane k is row k of the half (rows 0..7, then 8..15). Each kernel walks a row group twice,
+// half by half, keeping one 8-row accumulator per token (AVX2 has 16 registers; the second pass
+// finds the group's records in cache).
+//
+// NOTE: AVX2 has no vpdpbusd. vpmaddubsw multiplies the unsigned weight quants with the activation's
+// signed 4-byte group broadcast to every lane and adds adjacent pairs into int16; vpmaddwd with ones
+// then sums each row's pair of int16 into its int32 lane. The int16 sums are exact: with weight quants
+// of at most 4 bits (Q4_0, Q4_K, and Q8_0 split into its two nibbles) and |x| <= 127 one pair is at
+// most 2 * 15 * 127 = 3810, so 8 element groups are summed in int16 (30480 < 32767) before one vpmaddwd;
+// 5-bit Q5_0 sums 4 groups (31496), 6-bit Q6_K 2 groups (32004). Every block's (sub-block's) integer
+// dot is therefore exact, as in the AVX-512 kernels, and the float accumulation is per block in the
+// same order for one token and for NX tokens (multi-token calls are bit-identical per token).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/packed.h"
+#include "core/quant_blocks.h"
+
+#define IGNIS_UNROLL _Pragma("GCC unroll 8")
+
+namespace ignis::cpu {
+namespace {
+
+constexpr int kHalf = 8;  // rows per 256-bit half of a 16-row record
+
+inline __m256i bcast4(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+inline __m128i load128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+inline __m128i load64(const uint8_t* p) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)); }
+inline __m256i ubs(__m256i u, __m256i s) { return _mm256_maddubs_epi16(u, s); }
+inline __m256i sum_pairs(__m256i s16) { return _mm256_madd_epi16(s16, _mm256_set1_epi16(1)); }
+inline __m256 f16x8(const uint8_t* p) { return _mm256_cvtph_ps(load128(p)); }
+
+inline void store_rows(float* out, int n_rows, __m256 v) {
+  if (n_rows >= kHalf) {
+    _mm256_storeu_ps(out, v);
+    return;
+  }
+  alignas(32) float tmp[kHalf];
+  _mm256_store_ps(tmp, v);
+  std::memcpy(out, tmp, sizeof(float) * static_cast<size_t>(n_rows));
+}
+
+// 32 bits (bit 4k + j: row k, element j of a group) -> 32 bytes, 0x10 where the bit is set (Q5_0's 5th bit).
+inline __m256i fifth_bits(const uint8_t* p) {
+  uint32_t h;
+  std::memcpy(&h, p, 4);
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(h)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+// ---- 32-element blocks: Q4_0, Q5_0, Q8_0 ----
+
+template <DType T, int NX>
+void half_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
+                int n_rows, int h) {
+  constexpr int64_t kRec = T == DType::Q8_0 ? 32 + 512 : T == DType::Q5_0 ? 32 + 256 + 64 : 32 + 256;
+  const int64_t x_d = nb * 32, x_c = nb * 36;  // offsets of the activation scales and corrections
+  const __m256i m0f = _mm256_set1_epi8(0x0f);
+  __m256 acc[NX];
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* rec = group + b * kRec;
+    const uint8_t* q = rec + 32 + 32 * h;
+    // a: int16 sums of element groups 0..7 (Q5_0: 0..3, b: 4..7; Q8_0: a low nibbles, b high nibbles).
+    __m256i a[NX], c[NX];
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t) a[t] = c[t] = _mm256_setzero_si256();
+    IGNIS_UNROLL for (int g = 0; g < 8; ++g) {
+      __m256i w, w_hi;
+      if constexpr (T == DType::Q8_0) {
+        const __m256i ch = load256(q + 64 * g);
+        w = _mm256_and_si256(ch, m0f);
+        w_hi = _mm256_and_si256(_mm256_srli_epi16(ch, 4), m0f);
+      } else {
+        const __m256i ch = load256(q + 64 * (g / 2));
+        w = (g % 2 == 0) ? _mm256_and_si256(ch, m0f) : _mm256_and_si256(_mm256_srli_epi16(ch, 4), m0f);
+        if constexpr (T == DType::Q5_0) w = _mm256_or_si256(w, fifth_bits(rec + 32 + 256 + 8 * g + 4 * h));
+      }
+      IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+        const __m256i xb = bcast4(x + t * x_stride + b * 32 + 4 * g);
+        if constexpr (T == DType::Q8_0) {
+          a[t] = _mm256_add_epi16(a[t], ubs(w, xb));
+          c[t] = _mm256_add_epi16(c[t], ubs(w_hi, xb));
+        } else if (T == DType::Q5_0 && g >= 4) {
+          c[t] = _mm256_add_epi16(c[t], ubs(w, xb));
+        } else {
+          a[t] = _mm256_add_epi16(a[t], ubs(w, xb));
+        }
+      }
+    }
+    const __m256 dw = f16x8(rec + 16 * h);
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+      const uint8_t* xt = x + t * x_stride;
+      float dx;
+      int32_t cx;
+      std::memcpy(&dx, xt + x_d + 4 * b, 4);
+      std::memcpy(&cx, xt + x_c + 4 * b, 4);
+      __m256i i = _mm256_add_epi32(_mm256_set1_epi32(cx), sum_pairs(a[t]));
+      if constexpr (T == DType::Q8_0) i = _mm256_add_epi32(i, _mm256_madd_epi16(c[t], _mm256_set1_epi16(16)));
+      if constexpr (T == DType::Q5_0) i = _mm256_add_epi32(i, sum_pairs(c[t]));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(dw, _mm256_set1_ps(dx)), acc[t]);
+    }
+  }
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride + kHalf * h, n_rows - kHalf * h, acc[t]);
+}
+
+// ---- K-quants against Q8_K activations (+ the side array of packed.h) ----
+
+inline const BlockQ8_K* act_k(const uint8_t* xt, int64_t s) {
+  return reinterpret_cast<const BlockQ8_K*>(xt + s * sizeof(BlockQ8_K));
+}
+inline const int32_t* side_k(const uint8_t* xt, int64_t nb, int64_t s) {
+  return reinterpret_cast<const int32_t*>(xt + nb * sizeof(BlockQ8_K)) + 16 * s;
+}
+
+template <int NX>
+void half_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
+                  int n_rows, int h) {
+  constexpr int64_t kRec = 64 + 256 + 2048;
+  const __m256i m0f = _mm256_set1_epi8(0x0f);
+  __m256 acc[NX];
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s) {
+    const uint8_t* rec = group + s * kRec;
+    const uint8_t* sc = rec + 64 + 8 * h;
+    const uint8_t* mn = rec + 64 + 128 + 16 * h;
+    const uint8_t* qs = rec + 64 + 256 + 32 * h;
+    __m256i isum[NX], msum[NX];
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = msum[t] = _mm256_setzero_si256();
+    for (int i = 0; i < 4; ++i) {
+      __m256i a0[NX], a1[NX];
+      IGNIS_UNROLL for (int t = 0; t < NX; ++t) a0[t] = a1[t] = _mm256_setzero_si256();
+      IGNIS_UNROLL for (int c = 0; c < 8; ++c) {
+        const __m256i ch = load256(qs + (8 * i + c) * 64);
+        const __m256i lo = _mm256_and_si256(ch, m0f), hi = _mm256_and_si256(_mm256_srli_epi16(ch, 4), m0f);
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+          const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs) + 64 * i + 4 * c;
+          a0[t] = _mm256_add_epi16(a0[t], ubs(lo, bcast4(xq)));
+          a1[t] = _mm256_add_epi16(a1[t], ubs(hi, bcast4(xq + 32)));
+        }
+      }
+      const __m256i s0 = _mm256_cvtepu8_epi32(load64(sc + 2 * i * 16));
+      const __m256i s1 = _mm256_cvtepu8_epi32(load64(sc + (2 * i + 1) * 16));
+      const __m256i m = _mm256_cvtepu8_epi16(load128(mn + 32 * i));
+      IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+        isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_mullo_epi32(sum_pairs(a0[t]), s0),
+                                                             _mm256_mullo_epi32(sum_pairs(a1[t]), s1)));
+        msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(m, _mm256_set1_epi32(side_k(x + t * x_stride, nb, s)[i])));
+      }
+    }
+    const __m256 d = f16x8(rec + 16 * h);
+    const __m256 dmin = f16x8(rec + 32 + 16 * h);
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+      const __m256 dx = _mm256_set1_ps(act_k(x + t * x_stride, s)->d);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[t]);
+      acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum[t]), _mm256_mul_ps(dmin, dx), acc[t]);
+    }
+  }
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride + kHalf * h, n_rows - kHalf * h, acc[t]);
+}
+
+template <int NX>
+void half_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
+                  int n_rows, int h) {
+  constexpr int64_t kRec = 32 + 256 + 2048 + 1024;
+  const __m256i m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+  __m256 acc[NX];
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s) {
+    const uint8_t* rec = group + s * kRec;
+    const uint8_t* sc = rec + 32 + 8 * h;
+    const uint8_t* tri = rec + 32 + 256 + 32 * h;  // triples (ql h, ql h + 16, qh h), 192 bytes each
+    __m256i isum[NX];
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm256_setzero_si256();
+    // Sub-block j + 4u holds element groups h + 16u for h = 4j .. 4j + 3 (see packed.h).
+    for (int j = 0; j < 4; ++j) {
+      IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
+        __m256i a[NX];
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t) a[t] = _mm256_set1_epi32(side_k(x + t * x_stride, nb, s)[j + 4 * u]);
+        IGNIS_UNROLL for (int p = 0; p < 2; ++p) {  // pairs of element groups, summed in int16
+          __m256i s16[NX];
+          IGNIS_UNROLL for (int t = 0; t < NX; ++t) s16[t] = _mm256_setzero_si256();
+          IGNIS_UNROLL for (int hh = 2 * p; hh < 2 * p + 2; ++hh) {
+            const int hg = 4 * j + hh;
+            const __m256i n = load256(tri + 192 * hg + (u % 2 == 0 ? 0 : 64));
+            const __m256i hb = load256(tri + 192 * hg + 128);
+            __m256i qv;
+            if (u == 0) {
+              qv = _mm256_or_si256(_mm256_and_si256(n, m0f), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+            } else if (u == 1) {
+              qv = _mm256_or_si256(_mm256_and_si256(n, m0f), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+            } else if (u == 2) {
+              qv = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n, 4), m0f), _mm256_and_si256(hb, m30));
+            } else {
+              qv = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n, 4), m0f),
+                                   _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+            }
+            IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+              const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs);
+              s16[t] = _mm256_add_epi16(s16[t], ubs(qv, bcast4(xq + 4 * (hg + 16 * u))));
+            }
+          }
+          IGNIS_UNROLL for (int t = 0; t < NX; ++t) a[t] = _mm256_add_epi32(a[t], sum_pairs(s16[t]));
+        }
+        const __m256i scv = _mm256_cvtepi8_epi32(load64(sc + (j + 4 * u) * 16));
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(a[t], scv));
+      }
+    }
+    const __m256 d = f16x8(rec + 16 * h);
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+      const __m256 dx = _mm256_set1_ps(act_k(x + t * x_stride, s)->d);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[t]);
+    }
+  }
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride + kHalf * h, n_rows - kHalf * h, acc[t]);
+}
+
+// A row group: its first 8 rows, then (if any) the other 8.
+template <void (*Half)(int64_t, const uint8_t*, const uint8_t*, size_t, float*, int64_t, int, int)>
+void group_dot(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
+               int n_rows) {
+  Half(nb, group, x, x_stride, out, out_stride, n_rows, 0);
+  if (n_rows > kHalf) Half(nb, group, x, x_stride, out, out_stride, n_rows, 1);
+}
+
+}  // namespace
+
+PackedKernels packed_kernels_avx2(DType t) {
+  // NOTE: 4 tokens per weight decode: their 8-row accumulators and int16 sums, with the decoded chunk
+  // and the broadcast activation, fill AVX2's 16 registers.
+  switch (t) {
+    case DType::Q4_0: return {group_dot<half_dot32<DType::Q4_0, 1>>, group_dot<half_dot32<DType::Q4_0, 4>>, 4};
+    case DType::Q5_0: return {group_dot<half_dot32<DType::Q5_0, 1>>, group_dot<half_dot32<DType::Q5_0, 4>>, 4};
+    case DType::Q8_0: return {group_dot<half_dot32<DType::Q8_0, 1>>, group_dot<half_dot32<DType::Q8_0, 4>>, 4};
+    case DType::Q4_K: return {group_dot<half_dot_q4k<1>>, group_dot<half_dot_q4k<4>>, 4};
+    case DType::Q6_K: return {group_dot<half_dot_q6k<1>>, group_dot<half_dot_q6k<4>>, 4};
+    default: return {};
+  }
+}
+
+}  // namespace ignis::cpu
