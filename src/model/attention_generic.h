@@ -1,5 +1,5 @@
 // The portable body of attend_tile (attention_kernel.h), included by attention.cpp (baseline flags)
-// and attention_avx2.cpp (AVX2+FMA flags) so the compiler vectorizes the same loops for each ISA.
+// and attention_avx2.cpp (AVX2+FMA flags, for the head widths its own kernel does not take).
 // Internal linkage on purpose: each including file gets its own copy built with its own flags.
 #pragma once
 

@@ -42,7 +42,7 @@ inline int64_t attn_scratch_floats(const AttnTile& t) { return t.n_rows * t.n_he
 using AttnTileFn = void (*)(const AttnTile& tile, float* scratch);
 
 void attend_tile_portable(const AttnTile& tile, float* scratch);
-void attend_tile_avx2(const AttnTile& tile, float* scratch);    // same arithmetic, built with AVX2+FMA
+void attend_tile_avx2(const AttnTile& tile, float* scratch);    // head_dim % 8 == 0, <= 256; else the portable loops
 void attend_tile_avx512(const AttnTile& tile, float* scratch);  // head_dim % 16 == 0, <= 256
 
 }  // namespace ignis::model

@@ -1,15 +1,13 @@
 // Row kernels of elementwise_kernel.h with AVX2 + FMA, for CPUs without AVX-512: the AVX-512 kernels'
 // arithmetic on 8 floats per step, tails by maskload / maskstore (masked-off lanes are not touched).
 //
-// NOTE (rounding): as in elementwise_avx512.cpp. exp256 is exp512's algorithm (same reduction and
-// polynomial); AVX2 has no vscalefps, so 2^n is applied as two exact powers of two, 2^(n/2) then
-// 2^(n - n/2), each a normal float for every n the clamped input gives: the product rounds once, also
-// when the result is subnormal, and overflows to +inf past 88.72.
+// NOTE (rounding): as in elementwise_avx512.cpp; simd::exp256 (vec_math_avx2.h) is exp512's algorithm.
 #include <immintrin.h>
 
 #include <cmath>
 
 #include "model/elementwise_kernel.h"
+#include "model/vec_math_avx2.h"
 
 namespace ignis::model {
 
@@ -24,32 +22,6 @@ inline __m256i tail_mask(int64_t left) {
 inline __m256 load_biased(__m256i m, const float* x, const float* b) {
   const __m256 v = _mm256_maskload_ps(x, m);
   return b ? _mm256_add_ps(v, _mm256_maskload_ps(b, m)) : v;
-}
-
-// e^x for 8 lanes: within 2 ulp for x in [-87, 88]; x <= -104 (and -inf) gives 0, x >= 88.73 +inf.
-inline __m256 exp256(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-104.0f));
-  x = _mm256_min_ps(x, _mm256_set1_ps(88.8f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.4286068203e-06f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  // n in [-150, 128]: n1 = floor(n / 2) and n2 = n - n1 both lie in [-75, 64].
-  const __m256i ni = _mm256_cvtps_epi32(n);
-  const __m256i n1 = _mm256_srai_epi32(ni, 1);
-  const __m256i n2 = _mm256_sub_epi32(ni, n1);
-  const __m256i bias = _mm256_set1_epi32(127);
-  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
-  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
-  return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 }
 
 void rms_norm_row_avx2(const float* x, const float* w, int64_t n, float eps, float* y) {
@@ -80,7 +52,7 @@ void swiglu_row_avx2(const float* g, const float* u, const float* gb, const floa
     const __m256i m = tail_mask(n - i);
     const __m256 z = load_biased(m, g + i, gb ? gb + i : nullptr);
     const __m256 v = load_biased(m, u + i, ub ? ub + i : nullptr);
-    const __m256 e = exp256(_mm256_xor_ps(z, sign));
+    const __m256 e = simd::exp256(_mm256_xor_ps(z, sign));
     _mm256_maskstore_ps(out + i, m, _mm256_mul_ps(_mm256_div_ps(z, _mm256_add_ps(one, e)), v));
   }
 }
@@ -141,7 +113,7 @@ const ElementwiseKernels& elementwise_kernels_avx2() {
 void exp_avx2(const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; i += 8) {
     const __m256i m = tail_mask(n - i);
-    _mm256_maskstore_ps(y + i, m, exp256(_mm256_maskload_ps(x + i, m)));
+    _mm256_maskstore_ps(y + i, m, simd::exp256(_mm256_maskload_ps(x + i, m)));
   }
 }
 

@@ -75,29 +75,32 @@ void half_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_str
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* rec = group + b * kRec;
     const uint8_t* q = rec + 32 + 32 * h;
-    // a: int16 sums of element groups 0..7 (Q5_0: 0..3, b: 4..7; Q8_0: a low nibbles, b high nibbles).
+    // a: int16 sums of element groups 0..7 (Q5_0: 0..3, c: 4..7; Q8_0: a low nibbles, c high nibbles).
+    // One step takes two decoded weight vectors: Q4_0 / Q5_0 the low and high nibbles of one chunk
+    // (element groups 2k, 2k + 1), Q8_0 both nibbles of group k; the steps' order keeps few registers live.
     __m256i a[NX], c[NX];
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) a[t] = c[t] = _mm256_setzero_si256();
-    IGNIS_UNROLL for (int g = 0; g < 8; ++g) {
-      __m256i w, w_hi;
-      if constexpr (T == DType::Q8_0) {
-        const __m256i ch = load256(q + 64 * g);
-        w = _mm256_and_si256(ch, m0f);
-        w_hi = _mm256_and_si256(_mm256_srli_epi16(ch, 4), m0f);
-      } else {
-        const __m256i ch = load256(q + 64 * (g / 2));
-        w = (g % 2 == 0) ? _mm256_and_si256(ch, m0f) : _mm256_and_si256(_mm256_srli_epi16(ch, 4), m0f);
-        if constexpr (T == DType::Q5_0) w = _mm256_or_si256(w, fifth_bits(rec + 32 + 256 + 8 * g + 4 * h));
+    constexpr int kSteps = T == DType::Q8_0 ? 8 : 4;
+    for (int k = 0; k < kSteps; ++k) {
+      const __m256i ch = load256(q + 64 * k);
+      __m256i w0 = _mm256_and_si256(ch, m0f), w1 = _mm256_and_si256(_mm256_srli_epi16(ch, 4), m0f);
+      if constexpr (T == DType::Q5_0) {
+        w0 = _mm256_or_si256(w0, fifth_bits(rec + 32 + 256 + 8 * (2 * k) + 4 * h));
+        w1 = _mm256_or_si256(w1, fifth_bits(rec + 32 + 256 + 8 * (2 * k + 1) + 4 * h));
       }
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-        const __m256i xb = bcast4(x + t * x_stride + b * 32 + 4 * g);
+        const uint8_t* xq = x + t * x_stride + b * 32;
         if constexpr (T == DType::Q8_0) {
-          a[t] = _mm256_add_epi16(a[t], ubs(w, xb));
-          c[t] = _mm256_add_epi16(c[t], ubs(w_hi, xb));
-        } else if (T == DType::Q5_0 && g >= 4) {
-          c[t] = _mm256_add_epi16(c[t], ubs(w, xb));
+          const __m256i xb = bcast4(xq + 4 * k);
+          a[t] = _mm256_add_epi16(a[t], ubs(w0, xb));
+          c[t] = _mm256_add_epi16(c[t], ubs(w1, xb));
         } else {
-          a[t] = _mm256_add_epi16(a[t], ubs(w, xb));
+          const __m256i s = _mm256_add_epi16(ubs(w0, bcast4(xq + 8 * k)), ubs(w1, bcast4(xq + 8 * k + 4)));
+          if (T == DType::Q5_0 && k >= 2) {
+            c[t] = _mm256_add_epi16(c[t], s);
+          } else {
+            a[t] = _mm256_add_epi16(a[t], s);
+          }
         }
       }
     }
