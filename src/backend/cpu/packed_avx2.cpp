@@ -2,16 +2,18 @@
 // kernels): for CPUs without AVX-512 (Zen 2/3, most Intel client parts).
 //
 // A 64-byte chunk of a record holds 4 quants of each of 16 rows; a 256-bit register holds half of it,
-// so 32-bit lane k is row k of the half (rows 0..7, then 8..15). Each kernel walks a row group twice,
-// half by half, keeping one 8-row accumulator per token (AVX2 has 16 registers; the second pass
-// finds the group's records in cache).
+// so 32-bit lane k is row k of the half (rows 0..7, then 8..15). A multi-token kernel walks a row group
+// twice, half by half, keeping one 8-row accumulator per token (AVX2 has 16 registers; the second pass
+// finds the group's records in cache); one-token 32-element kernels take both halves in one pass.
 //
 // NOTE: AVX2 has no vpdpbusd. vpmaddubsw multiplies the unsigned weight quants with the activation's
 // signed 4-byte group broadcast to every lane and adds adjacent pairs into int16; vpmaddwd with ones
-// then sums each row's pair of int16 into its int32 lane. The int16 sums are exact: with weight quants
-// of at most 4 bits (Q4_0, Q4_K, and Q8_0 split into its two nibbles) and |x| <= 127 one pair is at
-// most 2 * 15 * 127 = 3810, so 8 element groups are summed in int16 (30480 < 32767) before one vpmaddwd;
-// 5-bit Q5_0 sums 4 groups (31496), 6-bit Q6_K 2 groups (32004). Every block's (sub-block's) integer
+// then sums each row's pair of int16 into its int32 lane. The int16 sums are exact: with 4-bit weight
+// quants (Q4_0, Q4_K) and |x| <= 127 one pair is at most 2 * 15 * 127 = 3810, so 8 element groups are
+// summed in int16 (30480 < 32767) before one vpmaddwd; 5-bit Q5_0 sums 4 groups (31496), 6-bit Q6_K 2
+// groups (32004). Q8_0 takes |q| times x with q's sign (at most 2 * 128 * 127 = 32512), one vpmaddwd
+// per group: on Zen 3 the vector integer multiplies share one pipe, so Q8_0 costs twice Q4_0's
+// multiplies (splitting q into nibbles measured the same). Every block's (sub-block's) integer
 // dot is therefore exact, as in the AVX-512 kernels, and the float accumulation is per block in the
 // same order for one token and for NX tokens (multi-token calls are bit-identical per token).
 #include <immintrin.h>
@@ -28,6 +30,7 @@ namespace ignis::cpu {
 namespace {
 
 constexpr int kHalf = 8;  // rows per 256-bit half of a 16-row record
+constexpr int kBothHalvesMaxTokens = 2;
 
 inline __m256i bcast4(const uint8_t* p) {
   int32_t v;
@@ -64,26 +67,36 @@ inline __m256i fifth_bits(const uint8_t* p) {
 
 // ---- 32-element blocks: Q4_0, Q5_0, Q8_0 ----
 
-template <DType T, int NX>
-void half_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
-                int n_rows, int h) {
+// Halves h0 .. h0 + NH - 1 of a row group, in one pass over its records.
+template <DType T, int NX, int NH>
+void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
+                  int64_t out_stride, int n_rows, int h0) {
   constexpr int64_t kRec = T == DType::Q8_0 ? 32 + 512 : T == DType::Q5_0 ? 32 + 256 + 64 : 32 + 256;
   const int64_t x_d = nb * 32, x_c = nb * 36;  // offsets of the activation scales and corrections
   const __m256i m0f = _mm256_set1_epi8(0x0f);
-  __m256 acc[NX];
-  IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 acc[NH][NX];
+  IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[hh][t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* rec = group + b * kRec;
+   const uint8_t* rec = group + b * kRec;
+   IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) {
+    const int h = h0 + hh;
     const uint8_t* q = rec + 32 + 32 * h;
-    // a: int16 sums of element groups 0..7 (Q5_0: 0..3, c: 4..7; Q8_0: a low nibbles, c high nibbles).
-    // One step takes two decoded weight vectors: Q4_0 / Q5_0 the low and high nibbles of one chunk
-    // (element groups 2k, 2k + 1), Q8_0 both nibbles of group k; the steps' order keeps few registers live.
+    // a: int16 sums of element groups 0..7 (Q5_0: 0..3, c: 4..7; Q8_0: a holds int32 sums). One step
+    // takes two weight vectors: Q4_0 / Q5_0 the low and high nibbles of one chunk (element groups 2k,
+    // 2k + 1), Q8_0 |q| and q of group k; the steps' order keeps few registers live.
     __m256i a[NX], c[NX];
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) a[t] = c[t] = _mm256_setzero_si256();
     constexpr int kSteps = T == DType::Q8_0 ? 8 : 4;
     for (int k = 0; k < kSteps; ++k) {
       const __m256i ch = load256(q + 64 * k);
-      __m256i w0 = _mm256_and_si256(ch, m0f), w1 = _mm256_and_si256(_mm256_srli_epi16(ch, 4), m0f);
+      __m256i w0, w1;
+      if constexpr (T == DType::Q8_0) {  // |q| and q (signed), from q + 128
+        w1 = _mm256_xor_si256(ch, _mm256_set1_epi8(static_cast<char>(0x80)));
+        w0 = _mm256_abs_epi8(w1);
+      } else {
+        w0 = _mm256_and_si256(ch, m0f);
+        w1 = _mm256_and_si256(_mm256_srli_epi16(ch, 4), m0f);
+      }
       if constexpr (T == DType::Q5_0) {
         w0 = _mm256_or_si256(w0, fifth_bits(rec + 32 + 256 + 8 * (2 * k) + 4 * h));
         w1 = _mm256_or_si256(w1, fifth_bits(rec + 32 + 256 + 8 * (2 * k + 1) + 4 * h));
@@ -92,8 +105,7 @@ void half_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_str
         const uint8_t* xq = x + t * x_stride + b * 32;
         if constexpr (T == DType::Q8_0) {
           const __m256i xb = bcast4(xq + 4 * k);
-          a[t] = _mm256_add_epi16(a[t], ubs(w0, xb));
-          c[t] = _mm256_add_epi16(c[t], ubs(w1, xb));
+          a[t] = _mm256_add_epi32(a[t], sum_pairs(ubs(w0, _mm256_sign_epi8(xb, w1))));
         } else {
           const __m256i s = _mm256_add_epi16(ubs(w0, bcast4(xq + 8 * k)), ubs(w1, bcast4(xq + 8 * k + 4)));
           if (T == DType::Q5_0 && k >= 2) {
@@ -111,13 +123,14 @@ void half_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_str
       int32_t cx;
       std::memcpy(&dx, xt + x_d + 4 * b, 4);
       std::memcpy(&cx, xt + x_c + 4 * b, 4);
-      __m256i i = _mm256_add_epi32(_mm256_set1_epi32(cx), sum_pairs(a[t]));
-      if constexpr (T == DType::Q8_0) i = _mm256_add_epi32(i, _mm256_madd_epi16(c[t], _mm256_set1_epi16(16)));
+      __m256i i = T == DType::Q8_0 ? a[t] : _mm256_add_epi32(_mm256_set1_epi32(cx), sum_pairs(a[t]));
       if constexpr (T == DType::Q5_0) i = _mm256_add_epi32(i, sum_pairs(c[t]));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(dw, _mm256_set1_ps(dx)), acc[t]);
+      acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(dw, _mm256_set1_ps(dx)), acc[hh][t]);
     }
+   }
   }
-  IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride + kHalf * h, n_rows - kHalf * h, acc[t]);
+  IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
+    store_rows(out + t * out_stride + kHalf * (h0 + hh), n_rows - kHalf * (h0 + hh), acc[hh][t]);
 }
 
 // ---- K-quants against Q8_K activations (+ the side array of packed.h) ----
@@ -239,15 +252,26 @@ void group_dot(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stri
   if (n_rows > kHalf) Half(nb, group, x, x_stride, out, out_stride, n_rows, 1);
 }
 
+// A row group of a 32-element type: both halves in one pass when NX tokens' accumulators for 16 rows
+// fit in registers (decode), else half by half.
+template <DType T, int NX>
+void group_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
+                 int n_rows) {
+  if constexpr (NX <= kBothHalvesMaxTokens) {
+    if (n_rows > kHalf) return halves_dot32<T, NX, 2>(nb, group, x, x_stride, out, out_stride, n_rows, 0);
+  }
+  group_dot<halves_dot32<T, NX, 1>>(nb, group, x, x_stride, out, out_stride, n_rows);
+}
+
 }  // namespace
 
 PackedKernels packed_kernels_avx2(DType t) {
   // NOTE: 4 tokens per weight decode: their 8-row accumulators and int16 sums, with the decoded chunk
   // and the broadcast activation, fill AVX2's 16 registers.
   switch (t) {
-    case DType::Q4_0: return {group_dot<half_dot32<DType::Q4_0, 1>>, group_dot<half_dot32<DType::Q4_0, 4>>, 4};
-    case DType::Q5_0: return {group_dot<half_dot32<DType::Q5_0, 1>>, group_dot<half_dot32<DType::Q5_0, 4>>, 4};
-    case DType::Q8_0: return {group_dot<half_dot32<DType::Q8_0, 1>>, group_dot<half_dot32<DType::Q8_0, 4>>, 4};
+    case DType::Q4_0: return {group_dot32<DType::Q4_0, 1>, group_dot32<DType::Q4_0, 4>, 4};
+    case DType::Q5_0: return {group_dot32<DType::Q5_0, 1>, group_dot32<DType::Q5_0, 4>, 4};
+    case DType::Q8_0: return {group_dot32<DType::Q8_0, 1>, group_dot32<DType::Q8_0, 4>, 4};
     case DType::Q4_K: return {group_dot<half_dot_q4k<1>>, group_dot<half_dot_q4k<4>>, 4};
     case DType::Q6_K: return {group_dot<half_dot_q6k<1>>, group_dot<half_dot_q6k<4>>, 4};
     default: return {};
