@@ -5,7 +5,7 @@
 #
 #   bench/vs-llamacpp.sh [REPS=3] [MODEL.gguf ...]
 # Env: SCRATCH (default /work/scratch/bench: node-llama-cpp, llama.cpp build, models),
-#      THREADS (default "2 1"), PP (512), TG (128).
+#      THREADS (default "2 1"), PP (512), TG (128), IGNIS (default <repo>/build/bin/ignis).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 REPS=${1:-3}; shift || true
@@ -15,6 +15,7 @@ PP=${PP:-512}
 TG=${TG:-128}
 mkdir -p "$SCRATCH"
 PY=/usr/bin/python3
+IGNIS=${IGNIS:-$ROOT/build/bin/ignis}
 
 # 1. llama.cpp: node-llama-cpp@3.21.1's source bundle, built once.
 NLC="$SCRATCH/nlc/node_modules/node-llama-cpp"
@@ -25,7 +26,7 @@ fi
 LL="$SCRATCH/llama.cpp"
 [ -x "$LL/build/bin/llama-bench" ] || NLC_DIR="$NLC" bash "$ROOT/scripts/ref/build_llamacpp.sh" "$LL" "$(nproc)" >/dev/null
 # 2. ignis.
-[ -x "$ROOT/build/bin/ignis" ] || { cmake -S "$ROOT" -B "$ROOT/build" -G Ninja >/dev/null && cmake --build "$ROOT/build" -j"$(nproc)" >/dev/null; }
+[ -x "$IGNIS" ] || { cmake -S "$ROOT" -B "$ROOT/build" -G Ninja >/dev/null && cmake --build "$ROOT/build" -j"$(nproc)" >/dev/null; }
 [ -x "$ROOT/build/bin/ignis-mkmodel" ] || cmake --build "$ROOT/build" --target ignis-mkmodel >/dev/null
 # 3. Models: the project's own random-weight files of the real shapes.
 if [ $# -eq 0 ]; then
@@ -47,7 +48,7 @@ for m in "$@"; do
       bw=$("$SCRATCH/membw" "$t")
       "$LL/build/bin/llama-bench" -m "$m" -p "$PP" -n "$TG" -t "$t" -r 1 -o jsonl 2>/dev/null |
         sed "s|^{|{\"engine\":\"llama.cpp\",\"bw\":$bw,|" >>"$OUT"
-      "$ROOT/build/bin/ignis" bench -m "$m" -p "$PP" -n "$TG" -t "$t" -r 1 -o json 2>/dev/null |
+      "$IGNIS" bench -m "$m" -p "$PP" -n "$TG" -t "$t" -r 1 -o json 2>/dev/null |
         sed "s|^{|{\"engine\":\"ignis\",\"bw\":$bw,|" >>"$OUT"
     done
   done

@@ -139,9 +139,8 @@ TEST(PackedFused, EqualsSeparateProductsAndRefusesMisfits) {
   EXPECT_EQ(store.add_fused(mixed).data, nullptr);
 }
 
-TEST(PackedF16, ActivationRoundingEqualsScalarConversion) {
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512";
+// Each ISA's f16 rounding of the activations equals the scalar conversion, bit for bit.
+void expect_rounding_equals_scalar(void (*round)(const float*, float*, int64_t)) {
   std::mt19937 rng(3);
   std::normal_distribution<float> g(0.0f, 1.0f);
   std::vector<float> x;
@@ -150,13 +149,29 @@ TEST(PackedF16, ActivationRoundingEqualsScalarConversion) {
   for (float v : {1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 65504.0f, 65519.0f, 65520.0f, -70000.0f, 5.96e-8f, 2.98e-8f,
                   1e-7f, -0.0f, INFINITY, -INFINITY})
     x.push_back(v);
-  std::vector<float> y(x.size());
-  f16_round_avx512(x.data(), y.data(), static_cast<int64_t>(x.size()));
-  for (size_t i = 0; i < x.size(); ++i) {
-    const float want = f16_to_f32(f32_to_f16(x[i]));
-    ASSERT_EQ(std::signbit(y[i]), std::signbit(want)) << x[i];
-    ASSERT_TRUE(y[i] == want || (std::isnan(y[i]) && std::isnan(want))) << x[i] << ": " << y[i] << " vs " << want;
+  // Every length up to 40, so the tails of both vector widths are covered.
+  for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{9}, int64_t{15}, int64_t{17}, int64_t{40}, static_cast<int64_t>(x.size())}) {
+    std::vector<float> y(x.size(), 12345.0f);
+    round(x.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = f16_to_f32(f32_to_f16(x[i]));
+      ASSERT_EQ(std::signbit(y[i]), std::signbit(want)) << x[i];
+      ASSERT_TRUE(y[i] == want || (std::isnan(y[i]) && std::isnan(want))) << x[i] << ": " << y[i] << " vs " << want;
+    }
+    for (size_t i = static_cast<size_t>(n); i < y.size(); ++i) ASSERT_EQ(y[i], 12345.0f) << "wrote past n = " << n;
   }
+}
+
+TEST(PackedF16, ActivationRoundingEqualsScalarConversion) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512";
+  expect_rounding_equals_scalar(f16_round_avx512);
+}
+
+TEST(PackedF16, Avx2ActivationRoundingEqualsScalarConversion) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) GTEST_SKIP() << "no AVX2 / F16C";
+  expect_rounding_equals_scalar(f16_round_avx2);
 }
 
 TEST(PackedErrors, GetRowRefusesPackedViewsAndUnpackableTypesStayUnpacked) {

@@ -218,8 +218,12 @@ void pack_weight(const WeightView& w, uint8_t* dst) { pack_rows(w, dst, 0); }
 void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst) {
   if (t == DType::F16) {
     // Rounded to f16 as ggml-cpu converts F16 products' activations, kept as (exact) f32 values.
-    // (Packed F16 weights exist only where the AVX-512 kernels run.)
-    f16_round_avx512(x, reinterpret_cast<float*>(dst), n_in);
+    // (Packed F16 weights exist only where the AVX-512 or AVX2 kernels run.)
+    if (best_isa() == Isa::kAvx512) {
+      f16_round_avx512(x, reinterpret_cast<float*>(dst), n_in);
+    } else {
+      f16_round_avx2(x, reinterpret_cast<float*>(dst), n_in);
+    }
     return;
   }
   if (block_elems(t) == kQKK) {

@@ -60,7 +60,7 @@ size_t packed_group_bytes(DType t, int64_t n_in);
 size_t packed_act_row_bytes(DType t, int64_t n_in);
 
 // True if matmul has a packed kernel for w on this CPU (AVX-512 VNNI or AVX2; Q4_0, Q5_0, Q8_0, Q4_K,
-// Q6_K, and F16 with AVX-512).
+// Q6_K, F16).
 bool can_pack(const WeightView& w);
 
 // Writes the packed form of w into dst (packed_bytes(w) bytes). Requires can_pack(w)'s type/shape rules.
@@ -100,13 +100,13 @@ struct PackedKernels {
   PackedDotFn dotn = nullptr;  // n_multi tokens, each bit-identical to dot1
   int n_multi = 0;             // as many tokens as the type's accumulators fit in registers
 };
-// The best kernels the CPU (and IGNIS_ISA) allows: AVX-512 VNNI (every packable type, F16 included)
-// or AVX2 (packed_avx2.cpp: the quantized types; F16 keeps the plain kernels there); nullptr entries
-// otherwise.
+// The best kernels the CPU (and IGNIS_ISA) allows: AVX-512 VNNI or AVX2 (packed_avx2.cpp); nullptr
+// entries otherwise.
 PackedKernels packed_kernels(DType t);
 PackedKernels packed_kernels_avx512(DType t);  // only call when AVX-512 is supported
 PackedKernels packed_kernels_avx2(DType t);    // only call when AVX2 is supported
 // y[i] = x[i] rounded to the nearest f16 (ties to even), as f32: F16 products' activations.
 void f16_round_avx512(const float* x, float* y, int64_t n);  // only call when AVX-512 is supported
+void f16_round_avx2(const float* x, float* y, int64_t n);    // only call when AVX2 and F16C are supported
 
 }  // namespace ignis::cpu
