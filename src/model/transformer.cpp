@@ -13,12 +13,12 @@ void Activations::reserve(const HParams& hp, int64_t n_tokens) {
   const auto n = [&](int64_t width) { return (n_tokens * width + 15) / 16 * 16; };
   const int64_t n_q = hp.n_head * hp.head_dim, n_kv = hp.n_head_kv * hp.head_dim;
   const int64_t total = 3 * n(hp.n_embd) + 2 * n(n_q) + 2 * n(n_kv) + 2 * n(hp.n_ff);
-  if (static_cast<int64_t>(buf_.size()) < total) {
-    buf_.clear();
-    buf_.shrink_to_fit();
-    buf_.resize(static_cast<size_t>(total));
+  if (size_ < total) {
+    buf_.reset();
+    buf_.reset(new float[static_cast<size_t>(total)]);
+    size_ = total;
   }
-  float* p = buf_.data();
+  float* p = buf_.get();
   const auto take = [&](int64_t width) {
     float* r = p;
     p += n(width);
