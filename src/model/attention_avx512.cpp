@@ -83,27 +83,10 @@ void attend(const AttnTile& t, float* scratch) {
   std::fill(m, m + n_vec, -std::numeric_limits<float>::infinity());
   std::fill(l, l + n_vec, 0.0f);
   std::fill(o, o + n_vec * d, 0.0f);
-  const int64_t n_kv_max = t.n_kv0 + t.n_rows - 1;
   alignas(64) static const float kZeros[256] = {};
-  const float* kp[16];
-  const float* vp[16];
-  for (int64_t j0 = 0; j0 < n_kv_max; j0 += kAttnChunk) {
-    const int64_t n_chunk = std::min<int64_t>(kAttnChunk, n_kv_max - j0);
-    for (int64_t i = 0; i < 16; ++i) {
-      const int64_t j = j0 + i;
-      kp[i] = i < n_chunk ? t.k_pages[j / t.page] + (j % t.page) * t.width + t.kv_off : kZeros;
-      vp[i] = i < n_chunk ? t.v_pages[j / t.page] + (j % t.page) * t.width + t.kv_off : kZeros;
-    }
-    for (int64_t r = 0; r < t.n_rows; ++r) {
-      const int64_t n_kv = t.n_kv0 + r;
-      if (j0 >= n_kv) continue;
-      const int nj = static_cast<int>(std::min<int64_t>(kAttnChunk, n_kv - j0));
-      for (int64_t h = 0; h < t.n_heads; ++h) {
-        const int64_t v = r * t.n_heads + h;
-        chunk_step<ND>(t.q + r * t.q_stride + h * d, kp, vp, nj, t.scale, m[v], l[v], o + v * d);
-      }
-    }
-  }
+  for_each_chunk(t, kZeros, [&](int64_t v, const float* qv, const float* const kp[16], const float* const vp[16], int nj) {
+    chunk_step<ND>(qv, kp, vp, nj, t.scale, m[v], l[v], o + v * d);
+  });
   for (int64_t r = 0; r < t.n_rows; ++r)
     for (int64_t h = 0; h < t.n_heads; ++h) {
       const int64_t v = r * t.n_heads + h;

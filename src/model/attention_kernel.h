@@ -39,6 +39,31 @@ struct AttnTile {
 // scratch: at least attn_scratch_floats(tile) floats, 64-byte aligned.
 inline int64_t attn_scratch_floats(const AttnTile& t) { return t.n_rows * t.n_heads * (t.head_dim + 16) + 64; }
 
+// The chunk walk shared by the SIMD kernels: for each chunk of kAttnChunk positions (in order) and
+// each query vector v = r * n_heads + h whose row reaches into it, step(v, q_vector, kp, vp, nj) with
+// the chunk's 16 K and V row pointers (past the chunk's end they point at zeros, which must hold
+// head_dim floats) and nj, the number of positions of the chunk the row attends to.
+template <class Step>
+inline void for_each_chunk(const AttnTile& t, const float* zeros, Step&& step) {
+  const int64_t n_kv_max = t.n_kv0 + t.n_rows - 1;
+  const float* kp[kAttnChunk];
+  const float* vp[kAttnChunk];
+  for (int64_t j0 = 0; j0 < n_kv_max; j0 += kAttnChunk) {
+    const int64_t n_chunk = n_kv_max - j0 < kAttnChunk ? n_kv_max - j0 : kAttnChunk;
+    for (int64_t i = 0; i < kAttnChunk; ++i) {
+      const int64_t j = j0 + i;
+      kp[i] = i < n_chunk ? t.k_pages[j / t.page] + (j % t.page) * t.width + t.kv_off : zeros;
+      vp[i] = i < n_chunk ? t.v_pages[j / t.page] + (j % t.page) * t.width + t.kv_off : zeros;
+    }
+    for (int64_t r = 0; r < t.n_rows; ++r) {
+      const int64_t n_kv = t.n_kv0 + r;
+      if (j0 >= n_kv) continue;
+      const int nj = static_cast<int>(n_kv - j0 < kAttnChunk ? n_kv - j0 : kAttnChunk);
+      for (int64_t h = 0; h < t.n_heads; ++h) step(r * t.n_heads + h, t.q + r * t.q_stride + h * t.head_dim, kp, vp, nj);
+    }
+  }
+}
+
 using AttnTileFn = void (*)(const AttnTile& tile, float* scratch);
 
 void attend_tile_portable(const AttnTile& tile, float* scratch);

@@ -18,14 +18,12 @@
 // same order for one token and for NX tokens (multi-token calls are bit-identical per token).
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/packed.h"
+#include "backend/cpu/vec_dot_x86.h"  // load256, fifth_bits (32 bits -> 32 bytes of 0x10 where set), hsum
 #include "core/quant_blocks.h"
-
-#define IGNIS_UNROLL _Pragma("GCC unroll 8")
 
 namespace ignis::cpu {
 namespace {
@@ -38,7 +36,6 @@ inline __m256i bcast4(const uint8_t* p) {
   std::memcpy(&v, p, 4);
   return _mm256_set1_epi32(v);
 }
-inline __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 inline __m128i load128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
 inline __m128i load64(const uint8_t* p) { return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)); }
 inline __m256i ubs(__m256i u, __m256i s) { return _mm256_maddubs_epi16(u, s); }
@@ -61,17 +58,6 @@ inline void store_rows(float* out, int n_rows, __m256 v) {
   alignas(32) float tmp[kHalf];
   _mm256_store_ps(tmp, v);
   std::memcpy(out, tmp, sizeof(float) * static_cast<size_t>(n_rows));
-}
-
-// 32 bits (bit 4k + j: row k, element j of a group) -> 32 bytes, 0x10 where the bit is set (Q5_0's 5th bit).
-inline __m256i fifth_bits(const uint8_t* p) {
-  uint32_t h;
-  std::memcpy(&h, p, 4);
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int>(h)),
-      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
 }
 
 // ---- 32-element blocks: Q4_0, Q5_0, Q8_0 ----
@@ -293,10 +279,7 @@ inline void f16_rows(int64_t n, const uint16_t* w, const float* const xt[NX], fl
     }
   }
   IGNIS_UNROLL for (int r = 0; r < NR; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-    __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc[r][t]), _mm256_extractf128_ps(acc[r][t], 1));
-    v = _mm_add_ps(v, _mm_movehl_ps(v, v));
-    v = _mm_add_ss(v, _mm_movehdup_ps(v));
-    out[t * out_stride + r] = _mm_cvtss_f32(v);
+    out[t * out_stride + r] = hsum(acc[r][t]);
   }
 }
 

@@ -439,10 +439,11 @@ void act_q8_32(const float* src, void* dst, int64_t n) {
   }
 }
 
-void act_q8_0(const float* src, void* dst, int64_t n) { act_q8_32<false>(src, dst, n); }
-void act_q8_1(const float* src, void* dst, int64_t n) { act_q8_32<true>(src, dst, n); }
+// (maybe_unused: packed_avx2.cpp includes this header for its helpers only.)
+[[maybe_unused]] void act_q8_0(const float* src, void* dst, int64_t n) { act_q8_32<false>(src, dst, n); }
+[[maybe_unused]] void act_q8_1(const float* src, void* dst, int64_t n) { act_q8_32<true>(src, dst, n); }
 
-void act_q8_k(const float* src, void* dst, int64_t n) {
+[[maybe_unused]] void act_q8_k(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_K*>(dst);
   for (int64_t i = 0; i < n / kQKK; ++i, src += kQKK) {
     __m256 m = _mm256_setzero_ps();
