@@ -72,57 +72,57 @@ void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
   __m256 acc[NH][NX];
   IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[hh][t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-   const uint8_t* rec = group + b * kRec;
-   IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) {
-    const int h = h0 + hh;
-    const uint8_t* q = rec + 32 + 32 * h;
-    // a: int16 sums of element groups 0..7 (Q5_0: 0..3, c: 4..7; Q8_0: a holds int32 sums). One step
-    // takes two weight vectors: Q4_0 / Q5_0 the low and high nibbles of one chunk (element groups 2k,
-    // 2k + 1), Q8_0 |q| and q of group k; the steps' order keeps few registers live.
-    __m256i a[NX], c[NX];
-    IGNIS_UNROLL for (int t = 0; t < NX; ++t) a[t] = c[t] = _mm256_setzero_si256();
-    constexpr int kSteps = T == DType::Q8_0 ? 8 : 4;
-    for (int k = 0; k < kSteps; ++k) {
-      const __m256i ch = load256(q + 64 * k);
-      __m256i w0, w1;
-      if constexpr (T == DType::Q8_0) {  // |q| and q (signed), from q + 128
-        w1 = _mm256_xor_si256(ch, _mm256_set1_epi8(static_cast<char>(0x80)));
-        w0 = _mm256_abs_epi8(w1);
-      } else {
-        w0 = _mm256_and_si256(ch, m0f);
-        w1 = _mm256_and_si256(_mm256_srli_epi16(ch, 4), m0f);
-      }
-      if constexpr (T == DType::Q5_0) {
-        w0 = _mm256_or_si256(w0, fifth_bits(rec + 32 + 256 + 8 * (2 * k) + 4 * h));
-        w1 = _mm256_or_si256(w1, fifth_bits(rec + 32 + 256 + 8 * (2 * k + 1) + 4 * h));
-      }
-      IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-        const uint8_t* xq = x + t * x_stride + b * 32;
-        if constexpr (T == DType::Q8_0) {
-          const __m256i xb = bcast4(xq + 4 * k);
-          a[t] = _mm256_add_epi32(a[t], sum_pairs(ubs(w0, _mm256_sign_epi8(xb, w1))));
+    const uint8_t* rec = group + b * kRec;
+    IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) {
+      const int h = h0 + hh;
+      const uint8_t* q = rec + 32 + 32 * h;
+      // a: int16 sums of element groups 0..7 (Q5_0: 0..3, c: 4..7; Q8_0: a holds int32 sums). One step
+      // takes two weight vectors: Q4_0 / Q5_0 the low and high nibbles of one chunk (element groups 2k,
+      // 2k + 1), Q8_0 |q| and q of group k; the steps' order keeps few registers live.
+      __m256i a[NX], c[NX];
+      IGNIS_UNROLL for (int t = 0; t < NX; ++t) a[t] = c[t] = _mm256_setzero_si256();
+      constexpr int kSteps = T == DType::Q8_0 ? 8 : 4;
+      for (int k = 0; k < kSteps; ++k) {
+        const __m256i ch = load256(q + 64 * k);
+        __m256i w0, w1;
+        if constexpr (T == DType::Q8_0) {  // |q| and q (signed), from q + 128
+          w1 = _mm256_xor_si256(ch, _mm256_set1_epi8(static_cast<char>(0x80)));
+          w0 = _mm256_abs_epi8(w1);
         } else {
-          const __m256i s = _mm256_add_epi16(ubs(w0, bcast4(xq + 8 * k)), ubs(w1, bcast4(xq + 8 * k + 4)));
-          if (T == DType::Q5_0 && k >= 2) {
-            c[t] = _mm256_add_epi16(c[t], s);
+          w0 = _mm256_and_si256(ch, m0f);
+          w1 = _mm256_and_si256(_mm256_srli_epi16(ch, 4), m0f);
+        }
+        if constexpr (T == DType::Q5_0) {
+          w0 = _mm256_or_si256(w0, fifth_bits(rec + 32 + 256 + 8 * (2 * k) + 4 * h));
+          w1 = _mm256_or_si256(w1, fifth_bits(rec + 32 + 256 + 8 * (2 * k + 1) + 4 * h));
+        }
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+          const uint8_t* xq = x + t * x_stride + b * 32;
+          if constexpr (T == DType::Q8_0) {
+            const __m256i xb = bcast4(xq + 4 * k);
+            a[t] = _mm256_add_epi32(a[t], sum_pairs(ubs(w0, _mm256_sign_epi8(xb, w1))));
           } else {
-            a[t] = _mm256_add_epi16(a[t], s);
+            const __m256i s = _mm256_add_epi16(ubs(w0, bcast4(xq + 8 * k)), ubs(w1, bcast4(xq + 8 * k + 4)));
+            if (T == DType::Q5_0 && k >= 2) {
+              c[t] = _mm256_add_epi16(c[t], s);
+            } else {
+              a[t] = _mm256_add_epi16(a[t], s);
+            }
           }
         }
       }
+      const __m256 dw = f16x8(rec + 16 * h);
+      IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+        const uint8_t* xt = x + t * x_stride;
+        float dx;
+        int32_t cx;
+        std::memcpy(&dx, xt + x_d + 4 * b, 4);
+        std::memcpy(&cx, xt + x_c + 4 * b, 4);
+        __m256i i = T == DType::Q8_0 ? a[t] : _mm256_add_epi32(_mm256_set1_epi32(cx), sum_pairs(a[t]));
+        if constexpr (T == DType::Q5_0) i = _mm256_add_epi32(i, sum_pairs(c[t]));
+        acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(dw, _mm256_set1_ps(dx)), acc[hh][t]);
+      }
     }
-    const __m256 dw = f16x8(rec + 16 * h);
-    IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-      const uint8_t* xt = x + t * x_stride;
-      float dx;
-      int32_t cx;
-      std::memcpy(&dx, xt + x_d + 4 * b, 4);
-      std::memcpy(&cx, xt + x_c + 4 * b, 4);
-      __m256i i = T == DType::Q8_0 ? a[t] : _mm256_add_epi32(_mm256_set1_epi32(cx), sum_pairs(a[t]));
-      if constexpr (T == DType::Q5_0) i = _mm256_add_epi32(i, sum_pairs(c[t]));
-      acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(dw, _mm256_set1_ps(dx)), acc[hh][t]);
-    }
-   }
   }
   IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
     store_rows(out + t * out_stride + kHalf * (h0 + hh), n_rows - kHalf * (h0 + hh), acc[hh][t]);
