@@ -14,8 +14,12 @@ ROUNDS=${1:-7}; shift || true
 SCRATCH=${SCRATCH:-/work/scratch/bench}
 IGNIS=${IGNIS:-$ROOT/build/bin/ignis}
 THREADS=${THREADS:-2}
-SIMPLE="$SCRATCH/llama.cpp/build/bin/llama-simple"
+LL="$SCRATCH/llama.cpp"
+SIMPLE="$LL/build/bin/llama-simple"
 [ -x "$SIMPLE" ] || { echo "missing $SIMPLE: run bench/vs-llamacpp.sh once to build llama.cpp" >&2; exit 2; }
+. "$ROOT/bench/llamacpp_libs.sh"
+llamacpp_libs "$LL" "$@"
+echo "llama.cpp CPU backend: $LLAMA_CPU_LIB"
 ms() {  # command... -> wall milliseconds
   local t0=$EPOCHREALTIME
   "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
@@ -26,10 +30,10 @@ echo "| model | llama-simple ms (median / best) | ignis run ms (median / best) |
 echo "|---|---:|---:|---:|"
 for m in "$@"; do
   L=(); I=()
-  ms "$SIMPLE" -m "$m" -n 1 "Hello world" >/dev/null
+  ms "${LLAMA_ENV[@]}" "$SIMPLE" -m "$m" -n 1 "Hello world" >/dev/null
   ms "$IGNIS" run -m "$m" -p "Hello world" -n 1 --temp 0 -t "$THREADS" >/dev/null
   for _ in $(seq "$ROUNDS"); do
-    L+=("$(ms "$SIMPLE" -m "$m" -n 1 "Hello world")")
+    L+=("$(ms "${LLAMA_ENV[@]}" "$SIMPLE" -m "$m" -n 1 "Hello world")")
     I+=("$(ms "$IGNIS" run -m "$m" -p "Hello world" -n 1 --temp 0 -t "$THREADS")")
   done
   /usr/bin/python3 - "$(basename "$m")" "${L[*]}" "${I[*]}" <<'PY'

@@ -24,6 +24,9 @@ CTX=${CTX:-512}
 IGNIS=${IGNIS:-$ROOT/build/bin/ignis}
 LL=${LLAMA_SERVER:-$SCRATCH/llama.cpp/build/bin/llama-server}
 [ -x "$LL" ] || NLC_DIR="$SCRATCH/nlc/node_modules/node-llama-cpp" bash "$ROOT/scripts/ref/build_llamacpp.sh" "$SCRATCH/llama.cpp"
+. "$ROOT/bench/llamacpp_libs.sh"
+llamacpp_libs "$SCRATCH/llama.cpp" "$M"
+echo "llama.cpp CPU backend: $LLAMA_CPU_LIB"
 NP=$(echo "$CONC" | tr ',' '\n' | sort -n | tail -1)
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
@@ -36,7 +39,7 @@ bench() {  # URL NAME ROUND
 for round in $(seq 1 "$ROUNDS"); do
   echo "## round $round: llama-server (-np $NP)"
   # shellcheck disable=SC2086
-  "$LL" -m "$M" -np "$NP" -c $((NP * CTX)) -t "$THREADS" --metrics --port 18401 ${LLAMA_ARGS:-} >/dev/null 2>&1 &
+  "${LLAMA_ENV[@]}" "$LL" -m "$M" -np "$NP" -c $((NP * CTX)) -t "$THREADS" --metrics --port 18401 ${LLAMA_ARGS:-} >/dev/null 2>&1 &
   pid=$!
   wait_up http://127.0.0.1:18401
   bench http://127.0.0.1:18401 llama-server "$round"

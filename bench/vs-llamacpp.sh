@@ -39,14 +39,18 @@ fi
 # 4. Memory bandwidth: measured again before every repetition (on a shared VM it drifts by tens of
 # percent within minutes); each model's floor uses the median of the measurements made beside it.
 cc -O3 -march=native -fopenmp "$ROOT/bench/membw.c" -o "$SCRATCH/membw"
+# 5. The llama.cpp CPU library this machine runs (bench/llamacpp_libs.sh).
+. "$ROOT/bench/llamacpp_libs.sh"
+llamacpp_libs "$LL" "$@"
 
 OUT="$SCRATCH/results-$(date +%Y%m%d-%H%M%S).jsonl"
 echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs)"
+echo "# llama.cpp CPU backend: $LLAMA_CPU_LIB"
 for m in "$@"; do
   for t in $THREADS; do
     for r in $(seq 1 "$REPS"); do
       bw=$("$SCRATCH/membw" "$t")
-      "$LL/build/bin/llama-bench" -m "$m" -p "$PP" -n "$TG" -t "$t" -r 1 -o jsonl 2>/dev/null |
+      "${LLAMA_ENV[@]}" "$LL/build/bin/llama-bench" -m "$m" -p "$PP" -n "$TG" -t "$t" -r 1 -o jsonl 2>/dev/null |
         sed "s|^{|{\"engine\":\"llama.cpp\",\"bw\":$bw,|" >>"$OUT"
       "$IGNIS" bench -m "$m" -p "$PP" -n "$TG" -t "$t" -r 1 -o json 2>/dev/null |
         sed "s|^{|{\"engine\":\"ignis\",\"bw\":$bw,|" >>"$OUT"

@@ -1,0 +1,35 @@
+# Sourced by the side-by-side scripts: sets LLAMA_ENV (an env(1) prefix for llama.cpp's tools) so they
+# run on this CPU.
+#
+# NOTE: on a Xeon with AMX (Sapphire Rapids class; seen 2026-12-01) the -march=native GCC 12 build of
+# llama.cpp's CPU backend dies with SIGILL at its first AMX tile load (tinygemm_kernel_amx, every
+# quantized model), while node-llama-cpp@3.21.1's prebuilt "sapphirerapids" CPU backend (the library
+# its users get on that CPU, same llama.cpp commit) runs and uses AMX. So when a short probe of the
+# native build fails, the tools are pointed at the prebuilt backend (LD_LIBRARY_PATH with
+# libggml-cpu.so.0 and libggml-base.so.0 linked to the prebuilt ones), and the scripts say so.
+#   llamacpp_libs LLAMA_DIR MODEL.gguf ...    (LLAMA_DIR: the llama.cpp checkout with build/bin/llama-bench;
+#   needs $SCRATCH set; probes every model: F16 files never reach the AMX path, quantized ones do)
+probe_all() {  # LLAMA_DIR MODEL...: a 64-token prefill of every model with "${LLAMA_ENV[@]}"
+  local m LL=$1
+  shift
+  for m in "$@"; do
+    # (the group's redirection also silences the shell's own "Illegal instruction" report)
+    { "${LLAMA_ENV[@]}" "$LL/build/bin/llama-bench" -m "$m" -p 64 -n 0 -r 1 -t 1 >/dev/null 2>&1; } 2>/dev/null || return 1
+  done
+}
+llamacpp_libs() {
+  LLAMA_ENV=(env)
+  LLAMA_CPU_LIB="native build"
+  if probe_all "$@"; then return 0; fi
+  local pre="$SCRATCH/nlc/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64" variant
+  [ -d "$pre" ] || { echo "llama-bench fails and there is no prebuilt CPU backend at $pre" >&2; return 1; }
+  grep -qw amx_int8 /proc/cpuinfo && variant=sapphirerapids || variant=$(
+    grep -qw avx512f /proc/cpuinfo && echo icelake || echo haswell)
+  local dir="$SCRATCH/llama-prebuilt-$variant"
+  mkdir -p "$dir"
+  ln -sf "$pre/libggml-cpu-$variant.so" "$dir/libggml-cpu.so.0"
+  ln -sf "$pre/libggml-base.so" "$dir/libggml-base.so.0"
+  LLAMA_ENV=(env "LD_LIBRARY_PATH=$dir")
+  LLAMA_CPU_LIB="node-llama-cpp prebuilt libggml-cpu-$variant.so (the native build fails here)"
+  probe_all "$@" || { echo "llama-bench fails with both the native and the prebuilt $variant backend" >&2; return 1; }
+}
