@@ -39,11 +39,15 @@ inline __m512 hsum16(const __m512 t[16]) {
 
 // One query vector against one chunk. ND = head_dim / 16. kp/vp hold 16 valid row pointers (past the
 // chunk's end they point at zeros); lanes i >= nj are masked out of the softmax and skipped in P.V.
+// lv: the vector's 16 lane sums of the softmax weights (reduced once, after the last chunk).
 // NOTE: every loop is unrolled so scores and outputs stay in registers: with a runtime trip count GCC
 // kept the output in memory and each FMA waited on the previous one's store.
+// NOTE (per-chunk cost): the sums stay in lanes and the rescale (exp(m - m_new), its multiplies) runs only
+// when the running max grows: the horizontal sum and the scalar exp were a dependent chain in every step,
+// and past the first chunks the max seldom moves.
 template <int ND>
 inline void chunk_step(const float* qv, const float* const kp[16], const float* const vp[16], int nj, float scale,
-                       float& m, float& l, float* ov) {
+                       float& m, float* lv, float* ov) {
   __m512 qr[ND];
   IGNIS_UNROLL for (int c = 0; c < ND; ++c) qr[c] = _mm512_loadu_ps(qv + 16 * c);
   __m512 t[16];
@@ -57,14 +61,18 @@ inline void chunk_step(const float* qv, const float* const kp[16], const float* 
                                       _mm512_mul_ps(hsum16(t), _mm512_set1_ps(scale)));
   const float m_new = std::max(m, _mm512_reduce_max_ps(s));
   const __m512 p = _mm512_maskz_mov_ps(valid, simd::exp512(_mm512_sub_ps(s, _mm512_set1_ps(m_new))));
-  const float alpha = _mm_cvtss_f32(_mm512_castps512_ps128(simd::exp512(_mm512_set1_ps(m - m_new))));
-  m = m_new;
-  l = l * alpha + _mm512_reduce_add_ps(p);
   alignas(64) float pw[16];
   _mm512_store_ps(pw, p);
   __m512 o[ND];
-  const __m512 va = _mm512_set1_ps(alpha);
-  IGNIS_UNROLL for (int c = 0; c < ND; ++c) o[c] = _mm512_mul_ps(_mm512_loadu_ps(ov + 16 * c), va);
+  if (m_new > m) {  // the max grew (always on the first chunk, where m is -inf and the sums are 0)
+    const __m512 va = simd::exp512(_mm512_set1_ps(m - m_new));
+    _mm512_store_ps(lv, _mm512_fmadd_ps(_mm512_load_ps(lv), va, p));
+    IGNIS_UNROLL for (int c = 0; c < ND; ++c) o[c] = _mm512_mul_ps(_mm512_loadu_ps(ov + 16 * c), va);
+  } else {
+    _mm512_store_ps(lv, _mm512_add_ps(_mm512_load_ps(lv), p));
+    IGNIS_UNROLL for (int c = 0; c < ND; ++c) o[c] = _mm512_loadu_ps(ov + 16 * c);
+  }
+  m = m_new;
   IGNIS_UNROLL for (int i = 0; i < 16; ++i) {
     if (i >= nj) break;
     const __m512 pi = _mm512_set1_ps(pw[i]);
@@ -78,19 +86,19 @@ void attend(const AttnTile& t, float* scratch) {
   constexpr int64_t d = 16 * ND;
   const int64_t n_vec = t.n_rows * t.n_heads;
   float* m = scratch;
-  float* l = m + n_vec;
-  float* o = scratch + ((2 * n_vec + 15) / 16) * 16;  // 64-byte aligned when scratch is
+  float* lv = scratch + ((n_vec + 15) / 16) * 16;  // 16 lane sums per vector, 64-byte aligned when scratch is
+  float* o = lv + n_vec * 16;
   std::fill(m, m + n_vec, -std::numeric_limits<float>::infinity());
-  std::fill(l, l + n_vec, 0.0f);
+  std::fill(lv, lv + n_vec * 16, 0.0f);
   std::fill(o, o + n_vec * d, 0.0f);
   alignas(64) static const float kZeros[256] = {};
   for_each_chunk(t, kZeros, [&](int64_t v, const float* qv, const float* const kp[16], const float* const vp[16], int nj) {
-    chunk_step<ND>(qv, kp, vp, nj, t.scale, m[v], l[v], o + v * d);
+    chunk_step<ND>(qv, kp, vp, nj, t.scale, m[v], lv + v * 16, o + v * d);
   });
   for (int64_t r = 0; r < t.n_rows; ++r)
     for (int64_t h = 0; h < t.n_heads; ++h) {
       const int64_t v = r * t.n_heads + h;
-      const __m512 inv = _mm512_set1_ps(1.0f / l[v]);
+      const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(_mm512_load_ps(lv + v * 16)));
       float* dst = t.out + r * t.q_stride + h * d;
       for (int c = 0; c < ND; ++c) _mm512_storeu_ps(dst + 16 * c, _mm512_mul_ps(_mm512_loadu_ps(o + v * d + 16 * c), inv));
     }

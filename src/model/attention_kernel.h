@@ -37,7 +37,8 @@ struct AttnTile {
 };
 
 // scratch: at least attn_scratch_floats(tile) floats, 64-byte aligned.
-inline int64_t attn_scratch_floats(const AttnTile& t) { return t.n_rows * t.n_heads * (t.head_dim + 16) + 64; }
+// (Per query vector: its output, a running max and 16 lane sums.)
+inline int64_t attn_scratch_floats(const AttnTile& t) { return t.n_rows * t.n_heads * (t.head_dim + 32) + 64; }
 
 // The chunk walk shared by the SIMD kernels: for each chunk of kAttnChunk positions (in order) and
 // each query vector v = r * n_heads + h whose row reaches into it, step(v, q_vector, kp, vp, nj) with
