@@ -2,6 +2,8 @@
 # Side-by-side CPU speed: llama.cpp (llama-bench, built from the source node-llama-cpp@3.21.1 ships) and
 # ignis bench, alternated on the same GGUF files, pp512 and tg128 at 2 and 1 threads, several
 # repetitions; prints medians, ratios and each decode rate as a fraction of the memory-bandwidth floor.
+# Where that native build cannot run a file (SIGILL in its AMX path on Sapphire Rapids class Xeons),
+# llama-bench runs on node-llama-cpp's prebuilt CPU backend for the CPU instead (bench/llamacpp_libs.sh).
 #
 #   bench/vs-llamacpp.sh [REPS=3] [MODEL.gguf ...]
 # Env: SCRATCH (default /work/scratch/bench: node-llama-cpp, llama.cpp build, models),
