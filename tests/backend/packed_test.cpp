@@ -1,9 +1,11 @@
 // Packed (row-interleaved) products of every packable type: each output equals the scalar twin's
 // (ggml's integer formulation on the unpacked row) to float rounding, multi-token calls equal one-token
-// calls bit for bit, for row lengths of every block count and row counts off the 16-row groups.
+// calls bit for bit, for row lengths of every block count and row counts off the 16-row groups; with
+// prefill-sized calls this covers the AMX kernels (where the CPU has them) against the one-token kernel.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -83,6 +85,14 @@ std::vector<Case> cases() {
   }
   // Tiles larger than the weight slice a token group re-reads from cache (the output head's shape).
   v.push_back({DType::Q4_0, 896, 9001, 11});
+  // Prefill-sized calls: AMX's 64-token groups where the CPU has AMX (then the AVX-512 8-token kernel
+  // and the one-token kernel for the rest), one and two blocks per row, row counts off the groups.
+  for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
+    v.push_back({t, 32, 17, 80});
+    v.push_back({t, 64, 33, 137});
+    v.push_back({t, 896, 40, 64});
+  }
+  v.push_back({DType::Q8_0, 1536, 18, 130});
   // F16 keeps its layout (zero-copy view); odd row lengths exercise the masked tail.
   for (int64_t n : {16, 100, 896}) v.push_back({DType::F16, n, 21, n == 100 ? 9 : 3});
   for (DType t : {DType::Q4_K, DType::Q6_K}) {
@@ -98,6 +108,14 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Packed, ::testing::ValuesIn(cases()), [](const 
   return std::string(dtype_name(c.type)) + "_" + std::to_string(c.n_in) + "x" + std::to_string(c.n_out) + "_t" +
          std::to_string(c.n_tokens);
 });
+
+TEST(PackedAmx, PrefillKernelsPresentWhereTheCpuHasAmx) {
+  const char* env = std::getenv("IGNIS_AMX");
+  if (best_isa() != Isa::kAvx512 || !amx_supported() || (env && std::string(env) == "0"))
+    GTEST_SKIP() << "no AMX-INT8 here (or IGNIS_AMX=0)";
+  for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) EXPECT_NE(packed_kernels(t).dott, nullptr) << dtype_name(t);
+  for (DType t : {DType::Q4_K, DType::Q6_K, DType::F16}) EXPECT_EQ(packed_kernels(t).dott, nullptr) << dtype_name(t);
+}
 
 TEST(PackedFused, EqualsSeparateProductsAndRefusesMisfits) {
   const int64_t n_in = 896;

@@ -70,14 +70,17 @@ namespace {
 // packed groups of rows) x a token block sized so its converted activations stay in L2, pulled by
 // threads from an atomic counter. A tile holds about n_units / (kTilesPerThread * threads) units, a
 // multiple of `granule` (for rows: whole cache lines of y). do4(u, t) computes unit u for tokens
-// t .. t + n_multi - 1 (only when n_multi > 1), do1(u, t) for token t; both write y themselves.
+// t .. t + n_multi - 1 (only when n_multi > 1), dom(u, t) for tokens t .. t + m_multi - 1 (only when
+// m_multi > 1: the groups left under n_multi), do1(u, t) for token t; all write y themselves.
 // unit_bytes: the weight bytes of one unit.
-template <class Do4, class Do1>
+template <class Do4, class DoM, class Do1>
 void run_tiles(ThreadPool& pool, int64_t n_units, int64_t granule, size_t unit_bytes, int64_t n_tokens, size_t act_row,
-               int n_multi, const Do4& do4, const Do1& do1) {
-  // Whole groups of n_multi per block (a block's leftover tokens would take the one-token kernel).
+               int n_multi, int m_multi, const Do4& do4, const DoM& dom, const Do1& do1) {
+  // Whole groups of n_multi per block (a block's leftover tokens would take the smaller kernels), and
+  // at least one group when there are that many tokens (AMX's 64-token groups of a wide row are more
+  // than kActCacheBytes, still well inside L2).
   int64_t tok_block = std::max<int64_t>(1, static_cast<int64_t>(kActCacheBytes / act_row));
-  if (n_multi > 1 && tok_block >= n_multi) tok_block -= tok_block % n_multi;
+  if (n_multi > 1 && n_tokens >= n_multi) tok_block = std::max<int64_t>(tok_block - tok_block % n_multi, n_multi);
   tok_block = std::min(tok_block, n_tokens);
   // Units per pass over the block's tokens: a tile's weights are re-read once per token group, so
   // they are taken in slices that stay in cache (a tile of the output head is megabytes).
@@ -96,6 +99,9 @@ void run_tiles(ThreadPool& pool, int64_t n_units, int64_t granule, size_t unit_b
       if (n_multi > 1)
         for (; t + n_multi <= t1; t += n_multi)
           for (int64_t u = s0; u < s1; ++u) do4(u, t);
+      if (m_multi > 1)
+        for (; t + m_multi <= t1; t += m_multi)
+          for (int64_t u = s0; u < s1; ++u) dom(u, t);
       for (; t < t1; ++t)
         for (int64_t u = s0; u < s1; ++u) do1(u, t);
     }
@@ -161,23 +167,42 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
   const bool f16 = w.type == DType::F16;
   const int64_t nb = f16 ? w.n_in : w.n_in / dtype_traits(w.type)->block_size;
   const size_t act_row = packed_act_row_bytes(w.type, w.n_in);
-  thread_local std::vector<uint8_t> act_buf;
+  // AMX (prefill of 32-element types): the activations' scales also go to a block-major table.
+  const bool amx = k.dott && n_tokens >= kAmxTokens;
+  thread_local std::vector<uint8_t> act_buf, table_buf;
+  uint8_t* table = nullptr;
+  if (amx) {
+    const size_t need = amx_table_bytes(nb, n_tokens) + 64;
+    if (table_buf.size() < need) table_buf.resize(need);
+    table = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(table_buf.data()) + 63) & ~uintptr_t{63});
+  }
   const uint8_t* xb = convert_rows(pool, n_tokens, act_row, act_buf, [&](int64_t t, uint8_t* dst) {
     pack_activation(w.type, x + t * w.n_in, w.n_in, dst);
+    if (amx) amx_table_column(dst, nb, t, table);
   });
   // F16 keeps its row-major layout: a "group" is 16 consecutive rows.
   const size_t group_bytes = f16 ? static_cast<size_t>(w.n_in) * 2 * kPackRows : packed_group_bytes(w.type, w.n_in);
   const auto* wb = static_cast<const uint8_t*>(w.data);
   const int64_t n_groups = (w.n_out + kPackRows - 1) / kPackRows;
   auto rows = [&](int64_t g) { return static_cast<int>(std::min<int64_t>(kPackRows, w.n_out - g * kPackRows)); };
-  run_tiles(
-      pool, n_groups, 1, group_bytes, n_tokens, act_row, k.n_multi,
-      [&](int64_t g, int64_t t) {
-        k.dotn(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
-      },
-      [&](int64_t g, int64_t t) {
-        k.dot1(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
-      });
+  auto dotn = [&](int64_t g, int64_t t) {
+    k.dotn(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
+  };
+  auto dot1 = [&](int64_t g, int64_t t) {
+    k.dot1(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
+  };
+  if (amx) {
+    const size_t tile_table = amx_table_bytes(nb, kAmxTileTokens);
+    run_tiles(
+        pool, n_groups, 1, group_bytes, n_tokens, act_row, kAmxTokens, k.n_multi,
+        [&](int64_t g, int64_t t) {
+          k.dott(nb, wb + g * group_bytes, xb + t * act_row, act_row, table + (t / kAmxTileTokens) * tile_table,
+                 y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
+        },
+        dotn, dot1);
+    return;
+  }
+  run_tiles(pool, n_groups, 1, group_bytes, n_tokens, act_row, k.n_multi, 0, dotn, dotn, dot1);
 }
 
 }  // namespace
@@ -209,12 +234,13 @@ void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok
   const size_t w_row = row_bytes(w.type, w.n_in);
   const auto* wb = static_cast<const uint8_t*>(w.data);
   run_tiles(
-      pool, w.n_out, kRowTile, w_row, n_tokens, act_row, dot_multi != nullptr ? kDotTokens : 1,
+      pool, w.n_out, kRowTile, w_row, n_tokens, act_row, dot_multi != nullptr ? kDotTokens : 1, 0,
       [&](int64_t r, int64_t t) {
         float out[kDotTokens];
         dot_multi(w.n_in, wb + r * w_row, xb + t * act_row, act_row, out);
         for (int j = 0; j < kDotTokens; ++j) y[(t + j) * w.n_out + r] = out[j];
       },
+      [](int64_t, int64_t) {},
       [&](int64_t r, int64_t t) { y[t * w.n_out + r] = dot(w.n_in, wb + r * w_row, xb + t * act_row); });
 }
 

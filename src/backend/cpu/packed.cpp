@@ -319,8 +319,20 @@ WeightView PackedStore::add_fused(std::span<const WeightView> parts) {
   return f;
 }
 
+namespace {
+
+bool use_amx() {
+  static const bool on = [] {
+    const char* env = std::getenv("IGNIS_AMX");
+    return !(env && std::strcmp(env, "0") == 0) && best_isa() == Isa::kAvx512 && amx_supported();
+  }();
+  return on;
+}
+
+}  // namespace
+
 PackedKernels packed_kernels(DType t) {
-  if (best_isa() == Isa::kAvx512) return packed_kernels_avx512(t);
+  if (best_isa() == Isa::kAvx512) return use_amx() ? packed_kernels_amx(t) : packed_kernels_avx512(t);
   if (best_isa() == Isa::kAvx2) return packed_kernels_avx2(t);
   return {};
 }

@@ -95,16 +95,35 @@ class PackedStore {
 // at the row group's bytes, nb is the number of blocks per row.
 using PackedDotFn = void (*)(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                              int64_t out_stride, int n_rows);
+// The AMX kernels' form: kAmxTokens tokens, with `scales` the tokens' block-major scale table (made
+// by amx_table_column from their activation rows, starting at the table entry of the first token).
+using PackedTileDotFn = void (*)(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride,
+                                 const uint8_t* scales, float* out, int64_t out_stride, int n_rows);
 struct PackedKernels {
   PackedDotFn dot1 = nullptr;  // one token
   PackedDotFn dotn = nullptr;  // n_multi tokens, each bit-identical to dot1
   int n_multi = 0;             // as many tokens as the type's accumulators fit in registers
+  PackedTileDotFn dott = nullptr;  // optional (AMX): kAmxTokens tokens, each bit-identical to dot1
 };
-// The best kernels the CPU (and IGNIS_ISA) allows: AVX-512 VNNI or AVX2 (packed_avx2.cpp); nullptr
-// entries otherwise.
+// Tokens per AMX call: 4 tiles of 16 share one unpacking of the row group's weights.
+inline constexpr int kAmxTileTokens = 16;
+inline constexpr int kAmxTokens = 4 * kAmxTileTokens;
+// The block-major table of the activation scales of 32-element types for AMX: per tile of 16 tokens,
+// [nb][16] f32. amx_table_bytes: its size for n_tokens; amx_table_column writes token t's entries from
+// its packed activation row.
+size_t amx_table_bytes(int64_t nb, int64_t n_tokens);
+void amx_table_column(const uint8_t* x_row, int64_t nb, int64_t t, uint8_t* table);
+// The best kernels the CPU (and IGNIS_ISA, IGNIS_AMX) allows: AMX, AVX-512 VNNI or AVX2 (packed_avx2.cpp);
+// nullptr entries otherwise.
 PackedKernels packed_kernels(DType t);
 PackedKernels packed_kernels_avx512(DType t);  // only call when AVX-512 is supported
 PackedKernels packed_kernels_avx2(DType t);    // only call when AVX2 is supported
+// True if the CPU has AMX-INT8 and the OS granted this process the tile state (asked for on the first
+// call). packed_kernels uses AMX for Q4_0, Q5_0 and Q8_0 prefill when this holds, unless IGNIS_AMX=0.
+bool amx_supported();
+// packed_kernels_avx512(t) with AMX-INT8 dott for Q4_0, Q5_0, Q8_0 (packed_amx.cpp); only call when
+// amx_supported().
+PackedKernels packed_kernels_amx(DType t);
 // y[i] = x[i] rounded to the nearest f16 (ties to even), as f32: F16 products' activations.
 void f16_round_avx512(const float* x, float* y, int64_t n);  // only call when AVX-512 is supported
 void f16_round_avx2(const float* x, float* y, int64_t n);    // only call when AVX2 and F16C are supported
