@@ -44,7 +44,10 @@ class Activations {
  private:
   // NOTE: not value-initialized: pages that no ubatch writes (`up` when gate and up are fused, 10 MB
   // for 512 tokens of Qwen2.5-0.5B) are never touched and stay out of the resident set.
-  std::unique_ptr<float[]> buf_;
+  struct FreeDeleter {
+    void operator()(float* p) const;
+  };
+  std::unique_ptr<float, FreeDeleter> buf_;
   int64_t size_ = 0;
 };
 
