@@ -20,16 +20,20 @@ void Activations::reserve(const HParams& hp, int64_t n_tokens) {
   const int64_t total = 3 * n(hp.n_embd) + 2 * n(n_q) + 2 * n(n_kv) + 2 * n(hp.n_ff);
   if (size_ < total) {
     buf_.reset();
-    // NOTE: on 2 MiB pages where the kernel gives them (madvise; a buffer is tens of MB for 512 tokens):
-    // a prefill product writes each token's outputs a row apart (38 KB for the fused FFN input of
-    // Qwen2.5-0.5B), and with 4 KiB pages the AMX kernel's 64 rows per call missed the TLB: that product
-    // measured 207 -> 236 GMAC/s on one thread with huge pages. Untouched 2 MiB ranges stay out of RSS.
+    // NOTE: prefill-sized storage goes on 2 MiB pages where the kernel gives them (madvise): a prefill
+    // product writes each token's outputs a row apart (38 KB for the fused FFN input of Qwen2.5-0.5B),
+    // and with 4 KiB pages the AMX kernel's 64 rows per call missed the TLB: that product measured 207 ->
+    // 236 GMAC/s on one thread with huge pages. Untouched 2 MiB ranges stay out of RSS. Small (decode)
+    // storage keeps 4 KiB pages: one touched huge page would be 2 MiB of RSS per concurrent forward.
     constexpr size_t kHuge = size_t{2} << 20;
-    const size_t bytes = (static_cast<size_t>(total) * sizeof(float) + kHuge - 1) / kHuge * kHuge;
-    auto* p = static_cast<float*>(std::aligned_alloc(kHuge, bytes));
-    if (!p) fail("activations: cannot allocate {} bytes for {} tokens", bytes, n_tokens);
-    ::madvise(p, bytes, MADV_HUGEPAGE);
-    buf_.reset(p);
+    const size_t want = static_cast<size_t>(total) * sizeof(float);
+    const bool huge = want >= 4 * kHuge;
+    const size_t align = huge ? kHuge : 64;
+    const size_t bytes = (want + align - 1) / align * align;
+    auto* mem = static_cast<float*>(std::aligned_alloc(align, bytes));
+    if (!mem) fail("activations: cannot allocate {} bytes for {} tokens", bytes, n_tokens);
+    if (huge) ::madvise(mem, bytes, MADV_HUGEPAGE);
+    buf_.reset(mem);
     size_ = total;
   }
   float* p = buf_.get();

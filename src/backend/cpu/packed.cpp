@@ -179,17 +179,6 @@ void pack_rows(const WeightView& w, uint8_t* dst, int64_t row0) {
 
 }  // namespace
 
-int64_t packed_record_bytes(DType t) {
-  switch (t) {
-    case DType::Q4_0: return 32 + 256;
-    case DType::Q5_0: return 32 + 256 + 64;
-    case DType::Q8_0: return 32 + 512;
-    case DType::Q4_K: return 64 + 256 + 2048;
-    case DType::Q6_K: return 32 + 256 + 2048 + 1024;
-    default: return 0;
-  }
-}
-
 size_t packed_group_bytes(DType t, int64_t n_in) {
   return static_cast<size_t>(n_in / block_elems(t)) * static_cast<size_t>(packed_record_bytes(t));
 }

@@ -53,7 +53,17 @@ namespace ignis::cpu {
 inline constexpr int64_t kPackRows = 16;  // rows per interleaved group
 
 // Bytes of one record (one block of 16 rows) of a packed weight type; 0 if the type is not packable.
-int64_t packed_record_bytes(DType t);
+// (constexpr: the kernels take it as their record stride.)
+constexpr int64_t packed_record_bytes(DType t) {
+  switch (t) {
+    case DType::Q4_0: return 32 + 256;
+    case DType::Q5_0: return 32 + 256 + 64;
+    case DType::Q8_0: return 32 + 512;
+    case DType::Q4_K: return 64 + 256 + 2048;
+    case DType::Q6_K: return 32 + 256 + 2048 + 1024;
+    default: return 0;
+  }
+}
 // Bytes of one row group of a packed matrix with rows of n_in elements.
 size_t packed_group_bytes(DType t, int64_t n_in);
 // Bytes of one converted activation row for a packed product over n_in elements.

@@ -39,7 +39,7 @@ namespace {
 #define IGNIS_UNROLL _Pragma("GCC unroll 16")
 
 constexpr int kTileTokens = kAmxTileTokens;  // A tile rows
-constexpr int64_t kUnpacked = 512;    // bytes of one block's B tile: 8 rows of 64
+constexpr int64_t kUnpacked = 512;  // bytes of one block's B tile: 8 rows of 64
 constexpr int kArchReqXcompPerm = 0x1023;
 constexpr int kXfeatureXtiledata = 18;
 
@@ -53,11 +53,6 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {16, 16, 16, 16, 8, 8};
 };
 
-template <DType T>
-constexpr int64_t record_bytes() {
-  return T == DType::Q8_0 ? 32 + 512 : T == DType::Q5_0 ? 32 + 256 + 64 : 32 + 256;
-}
-
 // Writes nb records' weights as signed bytes (q itself, without the packed layout's + off) in B tiles of
 // 8 x 64 bytes, so the tile loads of every token tile read ready bytes and tdpbssd gives the exact dot
 // with no correction term.
@@ -66,7 +61,7 @@ void unpack_b(int64_t nb, const uint8_t* group, uint8_t* dst) {
   const __m512i m0f = _mm512_set1_epi8(0x0f);
   const __m512i off = _mm512_set1_epi8(T == DType::Q8_0 ? -128 : T == DType::Q5_0 ? 16 : 8);
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* rec = group + b * record_bytes<T>();
+    const uint8_t* rec = group + b * packed_record_bytes(T);
     uint8_t* o = dst + b * kUnpacked;
     if constexpr (T == DType::Q8_0) {
       IGNIS_UNROLL for (int j = 0; j < 8; ++j)
@@ -102,7 +97,7 @@ inline void scale_block(const int32_t* c, const float* dx, __m512 dw, __m512 acc
 template <DType T, int NT>
 void amx_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, const uint8_t* scales, float* out,
                int64_t out_stride, int n_rows) {
-  constexpr int64_t kRec = record_bytes<T>();
+  constexpr int64_t kRec = packed_record_bytes(T);
   struct alignas(64) Line {
     uint8_t b[64];
   };
@@ -188,13 +183,12 @@ bool amx_supported() {
 
 PackedKernels packed_kernels_amx(DType t) {
   PackedKernels k = packed_kernels_avx512(t);
-  auto amx = [&](PackedTileDotFn f) { k.dott = f; };
   static_assert(kAmxTokens % kTileTokens == 0);
   constexpr int kNT = kAmxTokens / kTileTokens;
   switch (t) {
-    case DType::Q4_0: amx(amx_dot32<DType::Q4_0, kNT>); break;
-    case DType::Q5_0: amx(amx_dot32<DType::Q5_0, kNT>); break;
-    case DType::Q8_0: amx(amx_dot32<DType::Q8_0, kNT>); break;
+    case DType::Q4_0: k.dott = amx_dot32<DType::Q4_0, kNT>; break;
+    case DType::Q5_0: k.dott = amx_dot32<DType::Q5_0, kNT>; break;
+    case DType::Q8_0: k.dott = amx_dot32<DType::Q8_0, kNT>; break;
     default: break;
   }
   return k;

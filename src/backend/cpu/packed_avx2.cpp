@@ -66,7 +66,7 @@ inline void store_rows(float* out, int n_rows, __m256 v) {
 template <DType T, int NX, int NH>
 void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                   int64_t out_stride, int n_rows, int h0) {
-  constexpr int64_t kRec = T == DType::Q8_0 ? 32 + 512 : T == DType::Q5_0 ? 32 + 256 + 64 : 32 + 256;
+  constexpr int64_t kRec = packed_record_bytes(T);
   const int64_t x_d = nb * 32, x_c = nb * 36;  // offsets of the activation scales and corrections
   const __m256i m0f = _mm256_set1_epi8(0x0f);
   __m256 acc[NH][NX];
@@ -141,7 +141,7 @@ inline const int32_t* side_k(const uint8_t* xt, int64_t nb, int64_t s) {
 template <int NX, int NH>
 void halves_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows, int h0) {
-  constexpr int64_t kRec = 64 + 256 + 2048;
+  constexpr int64_t kRec = packed_record_bytes(DType::Q4_K);
   const __m256i m0f = _mm256_set1_epi8(0x0f);
   __m256 acc[NH][NX];
   IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[hh][t] = _mm256_setzero_ps();
@@ -193,7 +193,7 @@ void halves_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
 template <int NX, int NH>
 void halves_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows, int h0) {
-  constexpr int64_t kRec = 32 + 256 + 2048 + 1024;
+  constexpr int64_t kRec = packed_record_bytes(DType::Q6_K);
   const __m256i m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
   __m256 acc[NH][NX];
   IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[hh][t] = _mm256_setzero_ps();

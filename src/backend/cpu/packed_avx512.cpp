@@ -75,7 +75,7 @@ inline void decode32(const uint8_t* rec, __m512i w[8]) {
 template <DType T, int NX>
 void packed_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                   int64_t out_stride, int n_rows) {
-  constexpr int64_t kRec = T == DType::Q8_0 ? 32 + 512 : T == DType::Q5_0 ? 32 + 256 + 64 : 32 + 256;
+  constexpr int64_t kRec = packed_record_bytes(T);
   const int64_t x_d = nb * 32, x_c = nb * 36;  // offsets of the activation scales and corrections
   __m512 acc[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
@@ -124,7 +124,7 @@ inline const int32_t* side_k(const uint8_t* xt, int64_t nb, int64_t s) {
 template <int NX>
 void packed_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows) {
-  constexpr int64_t kRec = 64 + 256 + 2048;
+  constexpr int64_t kRec = packed_record_bytes(DType::Q4_K);
   const __m512i m0f = _mm512_set1_epi8(0x0f);
   __m512 acc[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
@@ -169,7 +169,7 @@ void packed_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
 template <int NX>
 void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows) {
-  constexpr int64_t kRec = 32 + 256 + 2048 + 1024;
+  constexpr int64_t kRec = packed_record_bytes(DType::Q6_K);
   const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
   __m512 acc[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
