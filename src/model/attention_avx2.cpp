@@ -6,7 +6,9 @@
 //
 // NOTE: AVX2 has 16 registers, so neither the query vector (up to 32 registers) nor the output stays
 // in registers across a chunk as in the AVX-512 kernel: the query is re-read from L1 for each group
-// of 8 keys (9 loads per 8 FMAs) and the output is updated in blocks of 8 registers. The generic
+// of keys and the output is updated in blocks of registers. Two query vectors of a row (heads that
+// share the KV head) go together: 2 x 4 keys take 6 loads per 8 FMAs (one vector x 8 keys took 9),
+// and in P.V each V load feeds both. The generic
 // loops kept one accumulator per dot product (an FMA latency chain per key) and the output in memory.
 #include <immintrin.h>
 
@@ -45,61 +47,88 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// Lane i = q . k_i for the 8 rows kp[0..7] of d floats.
-inline __m256 scores8(const float* q, const float* const* kp, int64_t d) {
-  __m256 a[8];
-  IGNIS_UNROLL for (int i = 0; i < 8; ++i) a[i] = _mm256_setzero_ps();
-  for (int64_t c = 0; c < d; c += 8) {
-    const __m256 qv = _mm256_loadu_ps(q + c);
-    IGNIS_UNROLL for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kp[i] + c), a[i]);
+// a[j][i] = the 8 column-lane partial sums of q[j] . k_i (columns in order), for keys i < n_keys (a
+// multiple of 4; the rest zero). Keys go 4 at a time so that NQ query vectors share each K load: 2
+// vectors take 6 loads per 8 FMAs, one took 9.
+template <int NQ>
+inline void partial_scores(const float* const q[NQ], const float* const* kp, int64_t d, int n_keys, __m256 a[NQ][16]) {
+  for (int kb = 0; kb < 16; kb += 4) {
+    __m256 acc[NQ][4];
+    IGNIS_UNROLL for (int j = 0; j < NQ; ++j) IGNIS_UNROLL for (int i = 0; i < 4; ++i) acc[j][i] = _mm256_setzero_ps();
+    if (kb < n_keys) {
+      for (int64_t c = 0; c < d; c += 8) {
+        __m256 qv[NQ];
+        IGNIS_UNROLL for (int j = 0; j < NQ; ++j) qv[j] = _mm256_loadu_ps(q[j] + c);
+        IGNIS_UNROLL for (int i = 0; i < 4; ++i) {
+          const __m256 kv = _mm256_loadu_ps(kp[kb + i] + c);
+          IGNIS_UNROLL for (int j = 0; j < NQ; ++j) acc[j][i] = _mm256_fmadd_ps(qv[j], kv, acc[j][i]);
+        }
+      }
+    }
+    IGNIS_UNROLL for (int j = 0; j < NQ; ++j) IGNIS_UNROLL for (int i = 0; i < 4; ++i) a[j][kb + i] = acc[j][i];
   }
-  return hsum8(a);
 }
 
-// ov[c .. c + 8 CB) = ov * alpha + sum_{i < nj} p[i] * vp[i][c ..].
-template <int CB>
-inline void pv_block(float* ov, int64_t c, const float* p, const float* const* vp, int nj, __m256 alpha) {
-  __m256 o[CB];
-  IGNIS_UNROLL for (int k = 0; k < CB; ++k) o[k] = _mm256_mul_ps(_mm256_loadu_ps(ov + c + 8 * k), alpha);
+// ov[j][c .. c + 8 CB) = ov[j] * alpha[j] + sum_{i < nj} p[j][i] * vp[i][c ..], for NQ vectors sharing
+// the V loads.
+template <int NQ, int CB>
+inline void pv_block(float* const ov[NQ], int64_t c, const float (*p)[16], const float* const* vp, int nj,
+                     const __m256 alpha[NQ]) {
+  __m256 o[NQ][CB];
+  IGNIS_UNROLL for (int j = 0; j < NQ; ++j) IGNIS_UNROLL for (int k = 0; k < CB; ++k)
+    o[j][k] = _mm256_mul_ps(_mm256_loadu_ps(ov[j] + c + 8 * k), alpha[j]);
   for (int i = 0; i < nj; ++i) {
-    const __m256 pi = _mm256_broadcast_ss(p + i);
-    IGNIS_UNROLL for (int k = 0; k < CB; ++k) o[k] = _mm256_fmadd_ps(pi, _mm256_loadu_ps(vp[i] + c + 8 * k), o[k]);
+    __m256 pi[NQ];
+    IGNIS_UNROLL for (int j = 0; j < NQ; ++j) pi[j] = _mm256_broadcast_ss(p[j] + i);
+    IGNIS_UNROLL for (int k = 0; k < CB; ++k) {
+      const __m256 v = _mm256_loadu_ps(vp[i] + c + 8 * k);
+      IGNIS_UNROLL for (int j = 0; j < NQ; ++j) o[j][k] = _mm256_fmadd_ps(pi[j], v, o[j][k]);
+    }
   }
-  IGNIS_UNROLL for (int k = 0; k < CB; ++k) _mm256_storeu_ps(ov + c + 8 * k, o[k]);
+  IGNIS_UNROLL for (int j = 0; j < NQ; ++j) IGNIS_UNROLL for (int k = 0; k < CB; ++k) _mm256_storeu_ps(ov[j] + c + 8 * k, o[j][k]);
 }
 
-// One query vector against one chunk. kp/vp hold 16 valid row pointers (past the chunk's end they
-// point at zeros); lanes i >= nj are masked out of the softmax and skipped in P.V.
-inline void chunk_step(const float* qv, const float* const kp[16], const float* const vp[16], int64_t d, int nj,
-                       float scale, float& m, float& l, float* ov) {
+template <int NQ, int CB>
+inline void pv_row(float* const ov[NQ], int64_t d, const float (*p)[16], const float* const* vp, int nj,
+                   const __m256 alpha[NQ]) {
+  int64_t c = 0;
+  for (; c + 8 * CB <= d; c += 8 * CB) pv_block<NQ, CB>(ov, c, p, vp, nj, alpha);
+  for (; c < d; c += 8) pv_block<NQ, 1>(ov, c, p, vp, nj, alpha);
+}
+
+// NQ query vectors of one row (so the same nj) against one chunk. kp/vp hold 16 valid row pointers
+// (past the chunk's end they point at zeros); lanes i >= nj are masked out of the softmax and skipped
+// in P.V. Each vector's arithmetic is the same for NQ = 1 and 2 (its own accumulators, in the same
+// order), so a result does not depend on which vectors share its tile.
+template <int NQ>
+inline void chunk_step(const float* const qv[NQ], const float* const kp[16], const float* const vp[16], int64_t d,
+                       int nj, float scale, float* m, float* l, float* const ov[NQ]) {
   const __m256 sc = _mm256_set1_ps(scale);
   const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256 valid0 = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(nj), lane));
   const __m256 valid1 = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(nj - 8), lane));
-  const __m256 s0 = _mm256_blendv_ps(ninf, _mm256_mul_ps(scores8(qv, kp, d), sc), valid0);
-  const __m256 s1 = nj > 8 ? _mm256_blendv_ps(ninf, _mm256_mul_ps(scores8(qv, kp + 8, d), sc), valid1) : ninf;
-  const float m_new = std::max(m, hmax8(_mm256_max_ps(s0, s1)));
-  const __m256 mn = _mm256_set1_ps(m_new);
-  const __m256 p0 = _mm256_and_ps(valid0, simd::exp256(_mm256_sub_ps(s0, mn)));
-  const __m256 p1 = _mm256_and_ps(valid1, simd::exp256(_mm256_sub_ps(s1, mn)));
-  const __m256 va = simd::exp256(_mm256_set1_ps(m - m_new));
-  m = m_new;
-  l = l * _mm256_cvtss_f32(va) + hsum(_mm256_add_ps(p0, p1));
-  alignas(32) float pw[16];
-  _mm256_store_ps(pw, p0);
-  _mm256_store_ps(pw + 8, p1);
-  int64_t c = 0;
-  for (; c + 64 <= d; c += 64) pv_block<8>(ov, c, pw, vp, nj, va);
-  switch ((d - c) / 8) {
-    case 7: pv_block<7>(ov, c, pw, vp, nj, va); break;
-    case 6: pv_block<6>(ov, c, pw, vp, nj, va); break;
-    case 5: pv_block<5>(ov, c, pw, vp, nj, va); break;
-    case 4: pv_block<4>(ov, c, pw, vp, nj, va); break;
-    case 3: pv_block<3>(ov, c, pw, vp, nj, va); break;
-    case 2: pv_block<2>(ov, c, pw, vp, nj, va); break;
-    case 1: pv_block<1>(ov, c, pw, vp, nj, va); break;
-    default: break;
+  __m256 a[NQ][16];
+  partial_scores<NQ>(qv, kp, d, nj > 8 ? 16 : 8, a);
+  alignas(32) float pw[NQ][16];
+  __m256 va[NQ];
+  IGNIS_UNROLL for (int j = 0; j < NQ; ++j) {
+    const __m256 s0 = _mm256_blendv_ps(ninf, _mm256_mul_ps(hsum8(a[j]), sc), valid0);
+    const __m256 s1 = nj > 8 ? _mm256_blendv_ps(ninf, _mm256_mul_ps(hsum8(a[j] + 8), sc), valid1) : ninf;
+    const float m_new = std::max(m[j], hmax8(_mm256_max_ps(s0, s1)));
+    const __m256 mn = _mm256_set1_ps(m_new);
+    const __m256 p0 = _mm256_and_ps(valid0, simd::exp256(_mm256_sub_ps(s0, mn)));
+    const __m256 p1 = _mm256_and_ps(valid1, simd::exp256(_mm256_sub_ps(s1, mn)));
+    va[j] = simd::exp256(_mm256_set1_ps(m[j] - m_new));
+    m[j] = m_new;
+    l[j] = l[j] * _mm256_cvtss_f32(va[j]) + hsum(_mm256_add_ps(p0, p1));
+    _mm256_store_ps(pw[j], p0);
+    _mm256_store_ps(pw[j] + 8, p1);
+  }
+  if constexpr (NQ == 1) {
+    pv_row<1, 8>(ov, d, pw, vp, nj, va);
+  } else {
+    pv_row<NQ, 4>(ov, d, pw, vp, nj, va);
   }
 }
 
@@ -113,8 +142,21 @@ void attend(const AttnTile& t, float* scratch) {
   std::fill(l, l + n_vec, 0.0f);
   std::fill(o, o + n_vec * d, 0.0f);
   alignas(32) static const float kZeros[kMaxWidth] = {};
-  for_each_chunk(t, kZeros, [&](int64_t v, const float* qv, const float* const kp[16], const float* const vp[16], int nj) {
-    chunk_step(qv, kp, vp, d, nj, t.scale, m[v], l[v], o + v * d);
+  // The row's query vectors in pairs (they share every K and V load), the odd one alone.
+  for_each_chunk_row(t, kZeros, [&](int64_t r, const float* const* kp, const float* const* vp, int nj) {
+    const float* q = t.q + r * t.q_stride;
+    const int64_t v0 = r * t.n_heads;
+    int64_t h = 0;
+    for (; h + 2 <= t.n_heads; h += 2) {
+      const float* const qv[2] = {q + h * d, q + (h + 1) * d};
+      float* const ov[2] = {o + (v0 + h) * d, o + (v0 + h + 1) * d};
+      chunk_step<2>(qv, kp, vp, d, nj, t.scale, m + v0 + h, l + v0 + h, ov);
+    }
+    if (h < t.n_heads) {
+      const float* const qv[1] = {q + h * d};
+      float* const ov[1] = {o + (v0 + h) * d};
+      chunk_step<1>(qv, kp, vp, d, nj, t.scale, m + v0 + h, l + v0 + h, ov);
+    }
   });
   for (int64_t r = 0; r < t.n_rows; ++r)
     for (int64_t h = 0; h < t.n_heads; ++h) {

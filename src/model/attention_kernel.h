@@ -41,11 +41,11 @@ struct AttnTile {
 inline int64_t attn_scratch_floats(const AttnTile& t) { return t.n_rows * t.n_heads * (t.head_dim + 32) + 64; }
 
 // The chunk walk shared by the SIMD kernels: for each chunk of kAttnChunk positions (in order) and
-// each query vector v = r * n_heads + h whose row reaches into it, step(v, q_vector, kp, vp, nj) with
-// the chunk's 16 K and V row pointers (past the chunk's end they point at zeros, which must hold
-// head_dim floats) and nj, the number of positions of the chunk the row attends to.
-template <class Step>
-inline void for_each_chunk(const AttnTile& t, const float* zeros, Step&& step) {
+// each row r whose positions reach into it, step_row(r, kp, vp, nj) with the chunk's 16 K and V row
+// pointers (past the chunk's end they point at zeros, which must hold head_dim floats) and nj, the
+// number of positions of the chunk the row attends to.
+template <class StepRow>
+inline void for_each_chunk_row(const AttnTile& t, const float* zeros, StepRow&& step_row) {
   const int64_t n_kv_max = t.n_kv0 + t.n_rows - 1;
   const float* kp[kAttnChunk];
   const float* vp[kAttnChunk];
@@ -60,9 +60,17 @@ inline void for_each_chunk(const AttnTile& t, const float* zeros, Step&& step) {
       const int64_t n_kv = t.n_kv0 + r;
       if (j0 >= n_kv) continue;
       const int nj = static_cast<int>(n_kv - j0 < kAttnChunk ? n_kv - j0 : kAttnChunk);
-      for (int64_t h = 0; h < t.n_heads; ++h) step(r * t.n_heads + h, t.q + r * t.q_stride + h * t.head_dim, kp, vp, nj);
+      step_row(r, kp, vp, nj);
     }
   }
+}
+
+// The same walk per query vector v = r * n_heads + h: step(v, q_vector, kp, vp, nj).
+template <class Step>
+inline void for_each_chunk(const AttnTile& t, const float* zeros, Step&& step) {
+  for_each_chunk_row(t, zeros, [&](int64_t r, const float* const* kp, const float* const* vp, int nj) {
+    for (int64_t h = 0; h < t.n_heads; ++h) step(r * t.n_heads + h, t.q + r * t.q_stride + h * t.head_dim, kp, vp, nj);
+  });
 }
 
 using AttnTileFn = void (*)(const AttnTile& tile, float* scratch);
