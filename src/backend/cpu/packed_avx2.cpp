@@ -293,6 +293,10 @@ inline void f16_rows(int64_t n, const uint16_t* w, const float* const xt[NX], fl
 // outruns one core's share of DRAM bandwidth. Prefill takes 3 rows x 4 tokens (12 accumulators, 3
 // weight and 1 activation register: 12 FMAs per 7 loads and 3 conversions); two accumulators per
 // (row, token), which the decode chain would want, halve that tile (measured 20-25% slower prefill).
+// A 2 x 6 tile measured no faster in the model. Interleaving the rows at load like the quants (one FMA
+// chain per output over 16-row vectors times broadcast activations, no horizontal sums) ran 0.5B F16
+// pp512 1.25x faster, but its 1 GB copy made load to first token 1.6x llama.cpp's on these VMs, where
+// first-touching anonymous memory costs ~1 ms per MB however many threads touch it (BENCHMARKS.md).
 template <int NX>
 void packed_dot_f16(int64_t n, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows) {
