@@ -202,6 +202,24 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
         dotn, dot1);
     return;
   }
+  if (k.dot_pair && n_tokens >= k.n_pair) {
+    // Units are pairs of row groups (the last may be a single group): the pair kernel shares each
+    // activation load between them.
+    const int64_t n_pairs = (n_groups + 1) / 2;
+    run_tiles(
+        pool, n_pairs, 1, 2 * group_bytes, n_tokens, act_row, k.n_pair, 0,
+        [&](int64_t p, int64_t t) {
+          const int64_t g = 2 * p;
+          const int ng = static_cast<int>(std::min<int64_t>(2, n_groups - g));
+          k.dot_pair(nb, wb + g * group_bytes, group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows,
+                     w.n_out, ng, rows(g + ng - 1));
+        },
+        [](int64_t, int64_t) {},
+        [&](int64_t p, int64_t t) {
+          for (int64_t g = 2 * p; g < std::min(n_groups, 2 * p + 2); ++g) dot1(g, t);
+        });
+    return;
+  }
   run_tiles(pool, n_groups, 1, group_bytes, n_tokens, act_row, k.n_multi, 0, dotn, dotn, dot1);
 }
 

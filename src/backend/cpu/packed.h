@@ -109,11 +109,17 @@ using PackedDotFn = void (*)(int64_t nb, const uint8_t* group, const uint8_t* x,
 // by amx_table_column from their activation rows, starting at the table entry of the first token).
 using PackedTileDotFn = void (*)(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride,
                                  const uint8_t* scales, float* out, int64_t out_stride, int n_rows);
+// Two row groups (the second at group + group_bytes; n_groups = 1 for a last odd group) x n_pair tokens;
+// n_rows_last: the rows of the last group taken. Each output bit-identical to dot1's.
+using PackedPairDotFn = void (*)(int64_t nb, const uint8_t* group, size_t group_bytes, const uint8_t* x,
+                                 size_t x_stride, float* out, int64_t out_stride, int n_groups, int n_rows_last);
 struct PackedKernels {
   PackedDotFn dot1 = nullptr;  // one token
   PackedDotFn dotn = nullptr;  // n_multi tokens, each bit-identical to dot1
   int n_multi = 0;             // as many tokens as the type's accumulators fit in registers
   PackedTileDotFn dott = nullptr;  // optional (AMX): kAmxTokens tokens, each bit-identical to dot1
+  PackedPairDotFn dot_pair = nullptr;  // optional: row groups in pairs, n_pair tokens
+  int n_pair = 0;
 };
 // Tokens per AMX call: 4 tiles of 16 share one unpacking of the row group's weights.
 inline constexpr int kAmxTileTokens = 16;
