@@ -37,8 +37,11 @@ struct AttnTile {
 };
 
 // scratch: at least attn_scratch_floats(tile) floats, 64-byte aligned.
-// (Per query vector: its output, a running max and 16 lane sums.)
-inline int64_t attn_scratch_floats(const AttnTile& t) { return t.n_rows * t.n_heads * (t.head_dim + 32) + 64; }
+// (Per query vector: its output, a running max and 16 lane sums; per head of a row, its chunk's 16
+// softmax weights.)
+inline int64_t attn_scratch_floats(const AttnTile& t) {
+  return t.n_rows * t.n_heads * (t.head_dim + 32) + 16 * t.n_heads + 64;
+}
 
 // The chunk walk shared by the SIMD kernels: for each chunk of kAttnChunk positions (in order) and
 // each row r whose positions reach into it, step_row(r, kp, vp, nj) with the chunk's 16 K and V row
