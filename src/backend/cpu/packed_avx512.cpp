@@ -11,6 +11,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -25,10 +26,25 @@ namespace {
 
 #define IGNIS_UNROLL _Pragma("GCC unroll 8")
 
-// NOTE: software prefetch kPrefetchRecords records ahead: measured on Zen 4, a 60000 x 896 Q4_0 matvec
-// read ~14 GB/s from DRAM without it and ~20 GB/s with 8 records ahead (one thread; 4 and 32 were
-// slower); Q8_0 gained less (16 -> 18 GB/s).
+// NOTE: software prefetch kPrefetchBytes32 ahead in the one-token 32-element kernel: measured on Zen 4,
+// a 60000 x 896 Q4_0 matvec read ~14 GB/s from DRAM without it and ~20 GB/s with 8 records ahead (one
+// thread; 4 and 32 were slower); Q8_0 gained less (16 -> 18 GB/s). On Zen 5 (AMD family 1Ah) the
+// hardware prefetcher alone streams faster: Q4_0 matvecs from DRAM (copies rotated past the L3),
+// without -> with the prefetch, 896 x 9728 30.0-30.6 vs 26.5-27.0 GB/s on one thread and 52.0 vs 47.1 on
+// two, 4864 x 896 23.6 vs 20.0 and 40.1 vs 35.4; 1, 4, 8, 16 and 32 records ahead all read slower.
 constexpr int64_t kPrefetchBytes32 = 8 * 288;  // 32-element types
+
+bool software_prefetch_pays() {
+  static const bool pays = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return true;
+    const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;  // "AuthenticAMD"
+    if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return true;
+    const unsigned family = ((a >> 8) & 0xf) + (((a >> 8) & 0xf) == 0xf ? (a >> 20) & 0xff : 0);
+    return family < 0x1a;
+  }();
+  return pays;
+}
 // K-quants: no software prefetch (their records are read sequentially and the hardware prefetcher does
 // better alone: a 60000 x 1536 Q4_K matvec read 34 GB/s without and 20-23 GB/s with 1-8 records ahead).
 
@@ -73,7 +89,7 @@ inline void decode32(const uint8_t* rec, __m512i w[8]) {
   }
 }
 
-template <DType T, int NX>
+template <DType T, int NX, bool kPrefetch = true>
 void packed_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                   int64_t out_stride, int n_rows) {
   constexpr int64_t kRec = packed_record_bytes(T);
@@ -82,7 +98,7 @@ void packed_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* rec = group + b * kRec;
-    prefetch(rec + kPrefetchBytes32, kRec);
+    if constexpr (kPrefetch) prefetch(rec + kPrefetchBytes32, kRec);
     __m512i w[8];
     decode32<T>(rec, w);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
@@ -397,10 +413,11 @@ PackedKernels packed_kernels_avx512(DType t) {
   // accumulators (6 tokens measured as 5; 4 slower). Through matmul at 512 tokens on one Zen 5 core:
   // Q4_0 896 x 9728 259-262 -> 286-301 GMAC/s, Q8_0 185-242 -> 222-280 (the 8-token kernel -> pairs).
   constexpr int kPairTokens = 6;
+  const bool pf = software_prefetch_pays();
   switch (t) {
-    case DType::Q4_0: return {packed_dot32<DType::Q4_0, 1>, packed_dot32<DType::Q4_0, 8>, 8, nullptr, packed_dot32_pair<DType::Q4_0, kPairTokens>, kPairTokens};
-    case DType::Q5_0: return {packed_dot32<DType::Q5_0, 1>, packed_dot32<DType::Q5_0, 8>, 8, nullptr, packed_dot32_pair<DType::Q5_0, kPairTokens>, kPairTokens};
-    case DType::Q8_0: return {packed_dot32<DType::Q8_0, 1>, packed_dot32<DType::Q8_0, 8>, 8, nullptr, packed_dot32_pair<DType::Q8_0, kPairTokens>, kPairTokens};
+    case DType::Q4_0: return {pf ? packed_dot32<DType::Q4_0, 1> : packed_dot32<DType::Q4_0, 1, false>, packed_dot32<DType::Q4_0, 8>, 8, nullptr, packed_dot32_pair<DType::Q4_0, kPairTokens>, kPairTokens};
+    case DType::Q5_0: return {pf ? packed_dot32<DType::Q5_0, 1> : packed_dot32<DType::Q5_0, 1, false>, packed_dot32<DType::Q5_0, 8>, 8, nullptr, packed_dot32_pair<DType::Q5_0, kPairTokens>, kPairTokens};
+    case DType::Q8_0: return {pf ? packed_dot32<DType::Q8_0, 1> : packed_dot32<DType::Q8_0, 1, false>, packed_dot32<DType::Q8_0, 8>, 8, nullptr, packed_dot32_pair<DType::Q8_0, kPairTokens>, kPairTokens};
     case DType::Q4_K: return {packed_dot_q4k<1>, packed_dot_q4k<4>, 4};
     case DType::Q6_K: return {packed_dot_q6k<1>, packed_dot_q6k<4>, 4};
     case DType::F16: return {packed_dot_f16<1>, packed_dot_f16<3>, 3};
