@@ -51,7 +51,7 @@ LlamaModel::LlamaModel(std::shared_ptr<const gguf::GgufFile> file) : Transformer
   output_norm_ = ld.vector("output_norm.weight", n_embd);
   output_ = ld.matrix("output.weight", n_embd, n_vocab, Need::kOptional);
   hp_.tied_output = output_.data == nullptr;
-  if (hp_.tied_output) output_ = ld.pack(tok_embd_);
+  if (hp_.tied_output) output_ = ld.tied_output(tok_embd_);
   const float* rope_freqs = ld.vector("rope_freqs.weight", hp_.n_rot / 2, Need::kOptional);
   layers_.resize(hp_.n_layer);
   for (int64_t il = 0; il < hp_.n_layer; ++il) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backend/cpu/packed.h"
 #include "core/error.h"
 
 namespace ignis::model {
@@ -209,6 +210,12 @@ cpu::WeightView ModelLoader::pack(const cpu::WeightView& w) {
   if (!store_) return w;
   const cpu::WeightView p = store_->add(w);
   if (p.packed && p.data != w.data) file_.release_pages(w.data, row_bytes(w.type, w.n_in) * static_cast<size_t>(w.n_out));
+  return p;
+}
+
+cpu::WeightView ModelLoader::tied_output(cpu::WeightView& tok_embd) {
+  const cpu::WeightView p = pack(tok_embd);
+  if (p.packed && p.data != tok_embd.data && cpu::packed_rows_readable(p.type)) tok_embd = p;
   return p;
 }
 

@@ -47,7 +47,7 @@ Qwen3Model::Qwen3Model(std::shared_ptr<const gguf::GgufFile> file) : Transformer
   output_norm_ = ld.vector("output_norm.weight", n_embd);
   output_ = ld.matrix("output.weight", n_embd, n_vocab, Need::kOptional);
   hp_.tied_output = output_.data == nullptr;
-  if (hp_.tied_output) output_ = ld.pack(tok_embd_);
+  if (hp_.tied_output) output_ = ld.tied_output(tok_embd_);
   layers_.resize(hp_.n_layer);
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
     DecoderLayer& l = layers_[il];

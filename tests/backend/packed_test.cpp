@@ -4,6 +4,8 @@
 // prefill-sized calls this covers the AMX kernels (where the CPU has them) against the one-token kernel.
 #include <gtest/gtest.h>
 
+#include <bit>
+
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -196,11 +198,41 @@ TEST(PackedF16, Avx2ActivationRoundingEqualsScalarConversion) {
   expect_rounding_equals_scalar(f16_round_avx2);
 }
 
-TEST(PackedErrors, GetRowRefusesPackedViewsAndUnpackableTypesStayUnpacked) {
-  std::vector<uint8_t> w(row_bytes(DType::Q8_0, 64) * 3, 0);
+// Rows read back from a packed copy (a tied embedding) equal the rows of the original, bit for bit,
+// in full and partial row groups.
+TEST(PackedRows, ReadBackEqualsTheUnpackedRows) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::F16}) {
+    const int64_t n_in = 96, n_out = 37;
+    if (!can_pack(WeightView{t, reinterpret_cast<const void*>(16), n_in, n_out})) GTEST_SKIP() << "no packed kernels";
+    std::vector<float> wf(n_in * n_out);
+    for (auto& v : wf) v = g(rng);
+    const size_t rb = row_bytes(t, n_in);
+    std::vector<uint8_t> w(rb * n_out);
+    for (int64_t r = 0; r < n_out; ++r) dtype_traits(t)->from_float(wf.data() + r * n_in, w.data() + r * rb, n_in);
+    PackedStore store;
+    const WeightView raw{t, w.data(), n_in, n_out};
+    const WeightView pv = store.add(raw);
+    ASSERT_TRUE(pv.packed);
+    EXPECT_TRUE(packed_rows_readable(t));
+    std::vector<float> want(n_in), got(n_in);
+    for (int64_t r = 0; r < n_out; ++r) {
+      get_row(raw, r, want.data());
+      get_row(pv, r, got.data());
+      for (int64_t i = 0; i < n_in; ++i)
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << dtype_name(t) << " row " << r << " element " << i;
+    }
+    EXPECT_THROW(get_row(pv, n_out, got.data()), Error);
+  }
+}
+
+TEST(PackedErrors, GetRowRefusesUnreadablePackedViewsAndUnpackableTypesStayUnpacked) {
+  std::vector<uint8_t> w(row_bytes(DType::Q4_K, 256) * 3, 0);
   PackedStore store;
-  const WeightView v = store.add(WeightView{DType::Q8_0, w.data(), 64, 3});
-  std::vector<float> row(64);
+  const WeightView v = store.add(WeightView{DType::Q4_K, w.data(), 256, 3});
+  std::vector<float> row(256);
+  EXPECT_FALSE(packed_rows_readable(DType::Q4_K));
   if (v.packed) {
     EXPECT_THROW(get_row(v, 0, row.data()), Error);
   }

@@ -263,12 +263,15 @@ void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok
 }
 
 void get_row(const WeightView& w, int64_t row, float* dst) {
-  if (w.packed) fail("get_row: the weight is packed for matmul; use its unpacked view");
   const DTypeTraits* tr = dtype_traits(w.type);
   if (!tr || !tr->to_float) fail("get_row: weight type {} cannot be converted to f32", dtype_name(w.type));
   if (row < 0 || row >= w.n_out) fail("get_row: row {} out of range [0, {})", row, w.n_out);
   if (w.n_in % tr->block_size != 0)
     fail("get_row: row length {} is not a multiple of {}'s block size {}", w.n_in, tr->name, tr->block_size);
+  if (w.packed) {
+    if (!packed_rows_readable(w.type)) fail("get_row: the {} weight is packed for matmul; use its unpacked view", tr->name);
+    return packed_get_row(w, row, dst);
+  }
   const size_t rb = row_bytes(w.type, w.n_in);
   tr->to_float(static_cast<const uint8_t*>(w.data) + row * rb, dst, w.n_in);
 }

@@ -29,7 +29,8 @@ struct WeightView {
 // x: [n_tokens, n_in] f32 (row stride n_in); y: [n_tokens, n_out] f32 (row stride n_out).
 void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tokens, float* y);
 
-// Dequantizes row `row` of w into dst[n_in] (embedding lookup).
+// Dequantizes row `row` of w into dst[n_in] (embedding lookup); also from packed views of the types
+// packed_rows_readable (packed.h) names.
 void get_row(const WeightView& w, int64_t row, float* dst);
 
 // Name of the kernel set picked for this CPU ("avx512", "avx2", "scalar").

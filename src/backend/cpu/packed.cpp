@@ -177,6 +177,53 @@ void pack_rows(const WeightView& w, uint8_t* dst, int64_t row0) {
   for (auto& t : threads) t.join();
 }
 
+// The inverse of pack_block for the 32-element types: row k's block of the record `rec`, in ggml's layout.
+void unpack_block(DType t, const uint8_t* rec, int64_t k, uint8_t* dst) {
+  const auto* d16 = reinterpret_cast<const uint16_t*>(rec);
+  const uint8_t* chunks = rec + 32;
+  auto unpack_nibbles = [&](uint8_t qs[16]) {
+    constexpr uint32_t kLo = 0x0f0f0f0f;
+    const uint32_t c0 = load32(chunks + 4 * k), c1 = load32(chunks + 64 + 4 * k);
+    const uint32_t c2 = load32(chunks + 128 + 4 * k), c3 = load32(chunks + 192 + 4 * k);
+    store32(qs, (c0 & kLo) | ((c2 & kLo) << 4));
+    store32(qs + 4, ((c0 >> 4) & kLo) | (((c2 >> 4) & kLo) << 4));
+    store32(qs + 8, (c1 & kLo) | ((c3 & kLo) << 4));
+    store32(qs + 12, ((c1 >> 4) & kLo) | (((c3 >> 4) & kLo) << 4));
+  };
+  switch (t) {
+    case DType::Q4_0: {
+      BlockQ4_0 b;
+      b.d = d16[k];
+      unpack_nibbles(b.qs);
+      std::memcpy(dst, &b, sizeof b);
+      break;
+    }
+    case DType::Q5_0: {
+      BlockQ5_0 b;
+      b.d = d16[k];
+      unpack_nibbles(b.qs);
+      uint32_t qh = 0;
+      for (int g = 0; g < 8; ++g) {
+        uint64_t mask;
+        std::memcpy(&mask, rec + 32 + 256 + 8 * g, 8);
+        qh |= static_cast<uint32_t>((mask >> (4 * k)) & 0xf) << (4 * g);
+      }
+      std::memcpy(b.qh, &qh, 4);
+      std::memcpy(dst, &b, sizeof b);
+      break;
+    }
+    case DType::Q8_0: {
+      BlockQ8_0 b;
+      b.d = d16[k];
+      for (int c = 0; c < 8; ++c) store32(reinterpret_cast<uint8_t*>(b.qs) + 4 * c, load32(chunks + c * 64 + 4 * k) ^ 0x80808080u);
+      std::memcpy(dst, &b, sizeof b);
+      break;
+    }
+    default:
+      fail("get_row: packed {} rows cannot be read back", dtype_name(t));
+  }
+}
+
 }  // namespace
 
 size_t packed_group_bytes(DType t, int64_t n_in) {
@@ -203,6 +250,25 @@ size_t packed_bytes(const WeightView& w) {
 }
 
 void pack_weight(const WeightView& w, uint8_t* dst) { pack_rows(w, dst, 0); }
+
+bool packed_rows_readable(DType t) { return t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q8_0 || t == DType::F16; }
+
+void packed_get_row(const WeightView& w, int64_t row, float* dst) {
+  if (!packed_rows_readable(w.type)) fail("get_row: packed {} rows cannot be read back", dtype_name(w.type));
+  const DTypeTraits* tr = dtype_traits(w.type);
+  if (w.type == DType::F16) {  // packed in place: ggml's rows
+    tr->to_float(static_cast<const uint8_t*>(w.data) + row_bytes(w.type, w.n_in) * static_cast<size_t>(row), dst, w.n_in);
+    return;
+  }
+  const int64_t nb = w.n_in / kQK;
+  const size_t rec = static_cast<size_t>(packed_record_bytes(w.type));
+  const uint8_t* group = static_cast<const uint8_t*>(w.data) + packed_group_bytes(w.type, w.n_in) * static_cast<size_t>(row / kR);
+  alignas(8) uint8_t block[64];
+  for (int64_t b = 0; b < nb; ++b) {
+    unpack_block(w.type, group + b * rec, row % kR, block);
+    tr->to_float(block, dst + b * kQK, kQK);
+  }
+}
 
 void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst) {
   if (t == DType::F16) {

@@ -77,6 +77,12 @@ bool can_pack(const WeightView& w);
 size_t packed_bytes(const WeightView& w);
 void pack_weight(const WeightView& w, uint8_t* dst);
 
+// True if a packed weight of type t can give back its rows (Q4_0, Q5_0, Q8_0; F16, packed in place):
+// an embedding tied to a packed output head is then read from the packed copy alone. packed_get_row
+// writes row `row` of the packed view w as f32, bit-identical to get_row on the unpacked weight.
+bool packed_rows_readable(DType t);
+void packed_get_row(const WeightView& w, int64_t row, float* dst);
+
 // Converts one f32 activation row (n_in elements) into the packed activation layout for weights of type t.
 void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst);
 
