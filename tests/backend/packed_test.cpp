@@ -87,7 +87,7 @@ std::vector<Case> cases() {
   }
   // Tiles larger than the weight slice a token group re-reads from cache (the output head's shape).
   v.push_back({DType::Q4_0, 896, 9001, 11});
-  // Prefill-sized calls: AMX's 64-token groups where the CPU has AMX (then the AVX-512 8-token kernel
+  // Prefill-sized calls: AMX's 64-token groups where the CPU has AMX (then the AVX-512 6-token kernel
   // and the one-token kernel for the rest), one and two blocks per row, row counts off the groups.
   for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
     v.push_back({t, 32, 17, 80});

@@ -89,44 +89,32 @@ inline void decode32(const uint8_t* rec, __m512i w[8]) {
   }
 }
 
-template <DType T, int NX, bool kPrefetch = true>
-void packed_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
-                  int64_t out_stride, int n_rows) {
+// One token (decode): two chains halve the vpdpbusd latency on the critical path.
+template <DType T, bool kPrefetch>
+void packed_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t, float* out, int64_t, int n_rows) {
   constexpr int64_t kRec = packed_record_bytes(T);
   const int64_t x_d = nb * 32, x_c = nb * 36;  // offsets of the activation scales and corrections
-  __m512 acc[NX];
-  IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
+  __m512 acc = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* rec = group + b * kRec;
     if constexpr (kPrefetch) prefetch(rec + kPrefetchBytes32, kRec);
     __m512i w[8];
     decode32<T>(rec, w);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
-    IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-      const uint8_t* xt = x + t * x_stride;
-      const uint8_t* xq = xt + b * 32;
-      float dx;
-      int32_t cx;
-      std::memcpy(&dx, xt + x_d + 4 * b, 4);
-      std::memcpy(&cx, xt + x_c + 4 * b, 4);
-      __m512i i0 = _mm512_set1_epi32(cx);
-      if constexpr (NX == 1) {
-        // One token: two chains halve the vpdpbusd latency on the critical path.
-        __m512i i1 = _mm512_setzero_si512();
-        IGNIS_UNROLL for (int j = 0; j < 8; j += 2) {
-          i0 = dpbusd_bcast(i0, w[j], xq + 4 * j);
-          i1 = dpbusd_bcast(i1, w[j + 1], xq + 4 * j + 4);
-        }
-        i0 = _mm512_add_epi32(i0, i1);
-      } else {
-        // NOTE: several tokens are independent chains already; one chain per token saves the add
-        // (the integer sum is exact either way, so the result equals the one-token kernel's).
-        IGNIS_UNROLL for (int j = 0; j < 8; ++j) i0 = dpbusd_bcast(i0, w[j], xq + 4 * j);
-      }
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i0), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc[t]);
+    const uint8_t* xq = x + b * 32;
+    float dx;
+    int32_t cx;
+    std::memcpy(&dx, x + x_d + 4 * b, 4);
+    std::memcpy(&cx, x + x_c + 4 * b, 4);
+    __m512i i0 = _mm512_set1_epi32(cx), i1 = _mm512_setzero_si512();
+    IGNIS_UNROLL for (int j = 0; j < 8; j += 2) {
+      i0 = dpbusd_bcast(i0, w[j], xq + 4 * j);
+      i1 = dpbusd_bcast(i1, w[j + 1], xq + 4 * j + 4);
     }
+    i0 = _mm512_add_epi32(i0, i1);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i0), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc);
   }
-  IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
+  store_rows(out, n_rows, acc);
 }
 
 // G row groups (G <= 2; the second at group + group_bytes) x NX tokens. NOTE: the one-group kernel
@@ -195,6 +183,13 @@ void packed_dot32_pair(int64_t nb, const uint8_t* group, size_t group_bytes, con
     packed_dot32_rg<T, 2, NX>(nb, group, group_bytes, x, x_stride, out, out_stride, n_rows_last);
   else
     packed_dot32_rg<T, 1, NX>(nb, group, group_bytes, x, x_stride, out, out_stride, n_rows_last);
+}
+
+// The same on one row group, in the PackedDotFn form (dotn: the AMX path's tokens left under 64).
+template <DType T, int NX>
+void packed_dot32_n(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
+                    int64_t out_stride, int n_rows) {
+  packed_dot32_rg<T, 1, NX>(nb, group, 0, x, x_stride, out, out_stride, n_rows);
 }
 
 // ---- K-quants against Q8_K activations (+ the side array of packed.h) ----
@@ -407,17 +402,21 @@ void f16_round_avx512(const float* x, float* y, int64_t n) {
 }
 
 PackedKernels packed_kernels_avx512(DType t) {
-  // NOTE: 32-element types keep 8 tokens' accumulators in registers (with the 8 decoded weight chunks:
-  // each chunk feeds 8 vpdpbusd per load and decode); the K-quants' per-sub-block accumulators and F16's
-  // row pairs fill the registers at 4 tokens. The two-group kernel keeps 2 x 6 integer and 2 x 6 float
-  // accumulators (6 tokens measured as 5; 4 slower). Through matmul at 512 tokens on one Zen 5 core:
-  // Q4_0 896 x 9728 259-262 -> 286-301 GMAC/s, Q8_0 185-242 -> 222-280 (the 8-token kernel -> pairs).
+  // NOTE: the 32-element types' multi-token kernel keeps 2 groups x 6 tokens of integer and float
+  // accumulators (6 tokens measured as 5; 4 slower); it replaced an 8-token one-group kernel that loads
+  // bounded on Zen 5 (through matmul at 512 tokens on one core: Q4_0 896 x 9728 259-262 -> 286-301
+  // GMAC/s, Q8_0 185-242 -> 222-280). The K-quants' per-sub-block accumulators and F16's row pairs fill
+  // the registers at 4 and 3 tokens.
   constexpr int kPairTokens = 6;
   const bool pf = software_prefetch_pays();
+  auto k32 = [&]<DType T>() {
+    return PackedKernels{pf ? packed_dot32<T, true> : packed_dot32<T, false>, packed_dot32_n<T, kPairTokens>,
+                         kPairTokens, nullptr, packed_dot32_pair<T, kPairTokens>, kPairTokens};
+  };
   switch (t) {
-    case DType::Q4_0: return {pf ? packed_dot32<DType::Q4_0, 1> : packed_dot32<DType::Q4_0, 1, false>, packed_dot32<DType::Q4_0, 8>, 8, nullptr, packed_dot32_pair<DType::Q4_0, kPairTokens>, kPairTokens};
-    case DType::Q5_0: return {pf ? packed_dot32<DType::Q5_0, 1> : packed_dot32<DType::Q5_0, 1, false>, packed_dot32<DType::Q5_0, 8>, 8, nullptr, packed_dot32_pair<DType::Q5_0, kPairTokens>, kPairTokens};
-    case DType::Q8_0: return {pf ? packed_dot32<DType::Q8_0, 1> : packed_dot32<DType::Q8_0, 1, false>, packed_dot32<DType::Q8_0, 8>, 8, nullptr, packed_dot32_pair<DType::Q8_0, kPairTokens>, kPairTokens};
+    case DType::Q4_0: return k32.template operator()<DType::Q4_0>();
+    case DType::Q5_0: return k32.template operator()<DType::Q5_0>();
+    case DType::Q8_0: return k32.template operator()<DType::Q8_0>();
     case DType::Q4_K: return {packed_dot_q4k<1>, packed_dot_q4k<4>, 4};
     case DType::Q6_K: return {packed_dot_q6k<1>, packed_dot_q6k<4>, 4};
     case DType::F16: return {packed_dot_f16<1>, packed_dot_f16<3>, 3};
