@@ -260,13 +260,16 @@ void halves_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
 
 // NR rows x NX tokens, one accumulator per (row, token) taking the 8-element steps in order (the tail
 // through a zero-padded copy of the rows' last elements), then a fixed horizontal sum: a (row, token)'s
-// arithmetic is the same in any row block and for any number of tokens.
-template <int NR, int NX>
-inline void f16_rows(int64_t n, const uint16_t* w, const float* const xt[NX], float* out, int64_t out_stride) {
+// arithmetic is the same in any row block and for any number of tokens. Prefetch: one cache line of
+// pf per step, front to back (pf + 2 * NR * i: NR rows' worth of bytes per element).
+template <int NR, int NX, bool Prefetch = false>
+inline void f16_rows(int64_t n, const uint16_t* w, const float* const xt[NX], float* out, int64_t out_stride,
+                     const uint8_t* pf = nullptr) {
   __m256 acc[NR][NX];
   IGNIS_UNROLL for (int r = 0; r < NR; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[r][t] = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
+    if constexpr (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(pf + 2 * NR * i), _MM_HINT_T0);
     __m256 wv[NR];
     IGNIS_UNROLL for (int r = 0; r < NR; ++r) wv[r] = _mm256_cvtph_ps(load128(reinterpret_cast<const uint8_t*>(w + r * n + i)));
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
@@ -288,15 +291,24 @@ inline void f16_rows(int64_t n, const uint16_t* w, const float* const xt[NX], fl
   }
 }
 
-// NOTE: decode takes one row at a time: on Zen 3 one weight stream per thread read 1.3-1.9x faster
-// from DRAM than two or four interleaved rows (a 151,936 x 896 F16 matvec); its single FMA chain still
-// outruns one core's share of DRAM bandwidth. Prefill takes 3 rows x 4 tokens (12 accumulators, 3
-// weight and 1 activation register: 12 FMAs per 7 loads and 3 conversions); two accumulators per
-// (row, token), which the decode chain would want, halve that tile (measured 20-25% slower prefill).
-// A 2 x 6 tile measured no faster in the model. Interleaving the rows at load like the quants (one FMA
-// chain per output over 16-row vectors times broadcast activations, no horizontal sums) ran 0.5B F16
-// pp512 1.25x faster, but its 1 GB copy made load to first token 1.6x llama.cpp's on these VMs, where
-// first-touching anonymous memory costs ~1 ms per MB however many threads touch it (BENCHMARKS.md).
+// NOTE: decode takes 4 rows at a time, one FMA chain each as in the prefill tile, and prefetches the
+// next 4 rows (contiguous in ggml's layout) front to back, kF16DecodePrefetchBytes past their start, as
+// it goes. One row's chain (one 16-byte load per FMA latency, about 11.6 GB/s per Zen 3 core) could not
+// overlap its memory stalls and held the 0.5B F16 decode at 0.85 of the bandwidth floor (an earlier
+// stop measured 2 or 4 rows without the prefetch 1.3-1.9x slower from DRAM than one stream; two
+// accumulators per row would change the tile's arithmetic). 896 x 2048 matvec from L3 on one Zen 3 thread: 12-13 -> 38-43
+// GB/s; 896 x 151,936 from DRAM: 7.4-10.5 -> 11.7 GB/s (bench/membw.c: 10-11). Prefill takes 3 rows x 4
+// tokens (12 accumulators, 3 weight and 1 activation register: 12 FMAs per 7 loads and 3 conversions);
+// two accumulators per (row, token) halve that tile (measured 20-25% slower prefill), and so did
+// splitting each output into 4 chains over alternate runs of a row taken one chain at a time (the
+// tile's passes then ran 15-40% slower). A 2 x 6 tile measured no faster in the model. Interleaving
+// the rows at load like the quants (one FMA chain per output over 16-row vectors times broadcast
+// activations, no horizontal sums) ran 0.5B F16 pp512 1.25x faster, but its 1 GB copy made load to
+// first token 1.6x llama.cpp's on these VMs, where first-touching anonymous memory costs ~1 ms per MB
+// however many threads touch it (BENCHMARKS.md).
+constexpr int kF16DecodeRows = 4;
+constexpr int64_t kF16DecodePrefetchBytes = 4096;
+
 template <int NX>
 void packed_dot_f16(int64_t n, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows) {
@@ -304,7 +316,12 @@ void packed_dot_f16(int64_t n, const uint8_t* group, const uint8_t* x, size_t x_
   const float* xt[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) xt[t] = reinterpret_cast<const float*>(x + t * x_stride);
   int k = 0;
-  if constexpr (NX > 1) {
+  if constexpr (NX == 1) {
+    for (; k + kF16DecodeRows <= n_rows; k += kF16DecodeRows) {
+      const auto* next = reinterpret_cast<const uint8_t*>(w + (k + kF16DecodeRows) * n);
+      f16_rows<kF16DecodeRows, 1, true>(n, w + k * n, xt, out + k, out_stride, next + kF16DecodePrefetchBytes);
+    }
+  } else {
     // 16 rows: 4 triples and 2 pairs.
     for (; k + 3 <= n_rows && n_rows - k != 4; k += 3) f16_rows<3, NX>(n, w + k * n, xt, out + k, out_stride);
     for (; k + 2 <= n_rows; k += 2) f16_rows<2, NX>(n, w + k * n, xt, out + k, out_stride);
