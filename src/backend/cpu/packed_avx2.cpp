@@ -299,12 +299,12 @@ inline void f16_rows(int64_t n, const uint16_t* w, const float* const xt[NX], fl
 // it goes. One row's chain (one 16-byte load per FMA latency, about 11.6 GB/s per Zen 3 core) could not
 // overlap its memory stalls and held the 0.5B F16 decode at 0.85 of the bandwidth floor (an earlier
 // stop measured 2 or 4 rows without the prefetch 1.3-1.9x slower from DRAM than one stream; two
-// accumulators per row would change the tile's arithmetic). 896 x 2048 matvec from L3 on one Zen 3 thread: 12-13 -> 38-43
-// GB/s; 896 x 151,936 from DRAM: 7.4-10.5 -> 11.7 GB/s (bench/membw.c: 10-11). Prefill takes 3 rows x 4
-// tokens (12 accumulators, 3 weight and 1 activation register: 12 FMAs per 7 loads and 3 conversions);
-// two accumulators per (row, token) halve that tile (measured 20-25% slower prefill), and so did
-// splitting each output into 4 chains over alternate runs of a row taken one chain at a time (the
-// tile's passes then ran 15-40% slower). A 2 x 6 tile measured no faster in the model. Interleaving
+// accumulators per row would change the tile's arithmetic). 896 x 2048 matvec from L3 on one Zen 3
+// thread: 12-13 -> 38-43 GB/s; 896 x 151,936 from DRAM: 7.4-10.5 -> 11.7 GB/s (bench/membw.c: 10-11).
+// Prefill takes 3 rows x 4 tokens (12 accumulators, 3 weight and 1 activation register: 12 FMAs per 7
+// loads and 3 conversions); two accumulators per (row, token) halve that tile (measured 20-25% slower
+// prefill), and so did splitting each output into 4 chains over alternate runs of a row taken one chain
+// at a time (the tile's passes then ran 15-40% slower). A 2 x 6 tile measured no faster in the model. Interleaving
 // the rows at load like the quants (one FMA chain per output over 16-row vectors times broadcast
 // activations, no horizontal sums) ran 0.5B F16 pp512 1.25x faster, but its 1 GB copy made load to
 // first token 1.6x llama.cpp's on these VMs, where first-touching anonymous memory costs ~1 ms per MB
