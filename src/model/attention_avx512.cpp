@@ -20,15 +20,17 @@ namespace {
 
 #define IGNIS_UNROLL _Pragma("GCC unroll 16")
 
-// Lane j of the result = sum of the 16 lanes of t[j] (a fixed tree: the order never depends on data).
-inline __m512 hsum16(const __m512 t[16]) {
-  __m512 u[8], v[4];
-  IGNIS_UNROLL for (int i = 0; i < 8; ++i)
-    u[i] = _mm512_add_ps(_mm512_unpacklo_ps(t[2 * i], t[2 * i + 1]), _mm512_unpackhi_ps(t[2 * i], t[2 * i + 1]));
-  IGNIS_UNROLL for (int i = 0; i < 4; ++i) {
-    const __m512d a = _mm512_castps_pd(u[2 * i]), b = _mm512_castps_pd(u[2 * i + 1]);
-    v[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
-  }
+// The sum tree of 16 score vectors t[0..15] (lane j of the result = sum of the 16 lanes of t[j]), a
+// fixed order that never depends on data, taken in two steps so that only a quarter of it is live at a
+// time: quad(t[4k..4k+3]) gives the k-th of four partial vectors as soon as its keys are scored, and
+// combine() folds the four.
+inline __m512 quad(const __m512 t[4]) {
+  const __m512 u0 = _mm512_add_ps(_mm512_unpacklo_ps(t[0], t[1]), _mm512_unpackhi_ps(t[0], t[1]));
+  const __m512 u1 = _mm512_add_ps(_mm512_unpacklo_ps(t[2], t[3]), _mm512_unpackhi_ps(t[2], t[3]));
+  const __m512d a = _mm512_castps_pd(u0), b = _mm512_castps_pd(u1);
+  return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+}
+inline __m512 combine(const __m512 v[4]) {
   const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(2, 0, 2, 0)),
                                    _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(3, 1, 3, 1)));
   const __m512 s23 = _mm512_add_ps(_mm512_shuffle_f32x4(v[2], v[3], _MM_SHUFFLE(2, 0, 2, 0)),
@@ -37,41 +39,61 @@ inline __m512 hsum16(const __m512 t[16]) {
                        _mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-// Phase 1 of one query vector against one chunk: the chunk's softmax weights. ND = head_dim / 16. kp
-// holds 16 valid row pointers (past the chunk's end they point at zeros); lanes i >= nj are masked out.
-// lv: the vector's 16 lane sums of the softmax weights (reduced once, after the last chunk). Writes the
-// 16 weights to pw and, when the running max grew, the factor the output must be rescaled by to *va
-// (else *va = 0 and *grew = false).
-// NOTE: every loop is unrolled so scores stay in registers.
-// NOTE (per-chunk cost): the sums stay in lanes and the rescale (exp(m - m_new), its multiplies) runs only
-// when the running max grows: the horizontal sum and the scalar exp were a dependent chain in every step,
-// and past the first chunks the max seldom moves.
-template <int ND>
-inline void chunk_weights(const float* qv, const float* const kp[16], int nj, float scale, float& m, float* lv,
-                          float* pw, float* va, bool* grew) {
-  __m512 qr[ND];
-  IGNIS_UNROLL for (int c = 0; c < ND; ++c) qr[c] = _mm512_loadu_ps(qv + 16 * c);
-  __m512 t[16];
-  IGNIS_UNROLL for (int i = 0; i < 16; ++i) {
-    __m512 a = _mm512_mul_ps(qr[0], _mm512_loadu_ps(kp[i]));
-    IGNIS_UNROLL for (int c = 1; c < ND; ++c) a = _mm512_fmadd_ps(qr[c], _mm512_loadu_ps(kp[i] + 16 * c), a);
-    t[i] = a;
+// The 16 raw scores of NQ query vectors qv[] against one chunk's K rows (ND = head_dim / 16), the
+// vectors sharing every K load; each vector's arithmetic is the same whatever shares the chunk with it.
+template <int ND, int NQ>
+inline void chunk_scores(const float* const qv[NQ], const float* const kp[16], __m512 s[NQ]) {
+  __m512 qr[NQ][ND];
+  IGNIS_UNROLL for (int q = 0; q < NQ; ++q) IGNIS_UNROLL for (int c = 0; c < ND; ++c) qr[q][c] = _mm512_loadu_ps(qv[q] + 16 * c);
+  __m512 part[NQ][4];
+  IGNIS_UNROLL for (int k = 0; k < 4; ++k) {
+    __m512 t[NQ][4];
+    IGNIS_UNROLL for (int i = 0; i < 4; ++i) {
+      const float* kr = kp[4 * k + i];
+      __m512 kc = _mm512_loadu_ps(kr);
+      IGNIS_UNROLL for (int q = 0; q < NQ; ++q) t[q][i] = _mm512_mul_ps(qr[q][0], kc);
+      IGNIS_UNROLL for (int c = 1; c < ND; ++c) {
+        kc = _mm512_loadu_ps(kr + 16 * c);
+        IGNIS_UNROLL for (int q = 0; q < NQ; ++q) t[q][i] = _mm512_fmadd_ps(qr[q][c], kc, t[q][i]);
+      }
+    }
+    IGNIS_UNROLL for (int q = 0; q < NQ; ++q) part[q][k] = quad(t[q]);
   }
+  IGNIS_UNROLL for (int q = 0; q < NQ; ++q) s[q] = combine(part[q]);
+}
+
+// Phase 1 of NW query vectors against one chunk: the chunk's softmax weights from their raw scores.
+// Lanes i >= nj are masked out. Vector k keeps its running max in m[k] and its 16 lane sums of the
+// softmax weights in lv + 16 * k (reduced once, after the last chunk); its 16 weights go to pw + 16 * k
+// and the factor its output must be rescaled by to va[k] (exactly 1 when the max did not grow, so the
+// multiplies by it are then exact; on the first chunk m is -inf and what it scales is 0).
+// NOTE (per-chunk cost): the sums stay in lanes: the horizontal sum and the scalar exp were a dependent
+// chain in every step. The NW vectors go through each step together: one vector's chain (max, exp,
+// rescale) is about 130 cycles long and the core overlapped little of it with the next vector's when
+// they came one after the other. There is no branch on whether the max grew (data: about one chunk in
+// five on a 512-token prompt). Each vector's arithmetic is the same whatever vectors share the step.
+template <int NW>
+inline void chunk_weights(const __m512 raw[NW], int nj, float scale, float* m, float* lv, float* pw, float* va) {
   const __mmask16 valid = nj >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << nj) - 1);
-  const __m512 s = _mm512_mask_mov_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), valid,
-                                      _mm512_mul_ps(hsum16(t), _mm512_set1_ps(scale)));
-  const float m_new = std::max(m, _mm512_reduce_max_ps(s));
-  const __m512 p = _mm512_maskz_mov_ps(valid, simd::exp512(_mm512_sub_ps(s, _mm512_set1_ps(m_new))));
-  _mm512_store_ps(pw, p);
-  *grew = m_new > m;
-  if (*grew) {  // the max grew (always on the first chunk, where m is -inf and the sums are 0)
-    const __m512 vf = simd::exp512(_mm512_set1_ps(m - m_new));
-    _mm512_store_ps(lv, _mm512_fmadd_ps(_mm512_load_ps(lv), vf, p));
-    *va = _mm512_cvtss_f32(vf);
-  } else {
-    _mm512_store_ps(lv, _mm512_add_ps(_mm512_load_ps(lv), p));
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 s[NW], mo[NW], mn[NW];
+  IGNIS_UNROLL for (int k = 0; k < NW; ++k) s[k] = _mm512_mask_mov_ps(ninf, valid, _mm512_mul_ps(raw[k], _mm512_set1_ps(scale)));
+  IGNIS_UNROLL for (int k = 0; k < NW; ++k) {
+    const float m_new = std::max(m[k], _mm512_reduce_max_ps(s[k]));
+    mo[k] = _mm512_set1_ps(m[k]);
+    mn[k] = _mm512_set1_ps(m_new);
+    m[k] = m_new;
   }
-  m = m_new;
+  __m512 p[NW], vf[NW];
+  IGNIS_UNROLL for (int k = 0; k < NW; ++k) p[k] = simd::exp512(_mm512_sub_ps(s[k], mn[k]));
+  IGNIS_UNROLL for (int k = 0; k < NW; ++k) vf[k] = simd::exp512(_mm512_sub_ps(mo[k], mn[k]));
+  IGNIS_UNROLL for (int k = 0; k < NW; ++k) {
+    p[k] = _mm512_maskz_mov_ps(valid, p[k]);
+    _mm512_store_ps(pw + 16 * k, p[k]);
+    vf[k] = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(mn[k], mo[k], _CMP_GT_OQ), _mm512_set1_ps(1.0f), vf[k]);
+    _mm512_store_ps(lv + 16 * k, _mm512_fmadd_ps(_mm512_load_ps(lv + 16 * k), vf[k], p[k]));
+    va[k] = _mm512_cvtss_f32(vf[k]);
+  }
 }
 
 // Phase 2: NV query vectors' outputs (ov[v], head_dim floats each) take the chunk's V rows with their
@@ -79,15 +101,11 @@ inline void chunk_weights(const float* qv, const float* const kp[16], int nj, fl
 // arithmetic is the same alone or paired.
 template <int ND, int NV>
 inline void chunk_values(const float* const vp[16], int nj, float* const ov[NV], const float* const pw[NV],
-                         const float va[NV], const bool grew[NV]) {
+                         const float va[NV]) {
   __m512 o[NV][ND];
   IGNIS_UNROLL for (int v = 0; v < NV; ++v) {
-    if (grew[v]) {
-      const __m512 f = _mm512_set1_ps(va[v]);
-      IGNIS_UNROLL for (int c = 0; c < ND; ++c) o[v][c] = _mm512_mul_ps(_mm512_loadu_ps(ov[v] + 16 * c), f);
-    } else {
-      IGNIS_UNROLL for (int c = 0; c < ND; ++c) o[v][c] = _mm512_loadu_ps(ov[v] + 16 * c);
-    }
+    const __m512 f = _mm512_set1_ps(va[v]);
+    IGNIS_UNROLL for (int c = 0; c < ND; ++c) o[v][c] = _mm512_mul_ps(_mm512_loadu_ps(ov[v] + 16 * c), f);
   }
   IGNIS_UNROLL for (int i = 0; i < 16; ++i) {
     if (i >= nj) break;
@@ -102,12 +120,19 @@ inline void chunk_values(const float* const vp[16], int nj, float* const ov[NV],
 // NOTE (two phases per row and chunk): first every head's softmax weights, then every head's outputs.
 // One vector's chunk is a long dependent chain (scores, horizontal sum, max, exp, then 16-deep FMA chains
 // into the output), and done a vector at a time the core overlapped little of one vector's chain with
-// the next; in phases the independent vectors sit next to each other, and phase 2 takes the heads in
-// pairs that share the V loads. The arithmetic of each vector is unchanged.
+// the next; in phases the independent vectors sit next to each other. Phase 1 scores the heads in pairs
+// that share the K loads (head_dim <= 64), phase 2 takes them in fours (<= 64) or pairs (<= 128) that
+// share the V loads: with pairs, a pair's 8 accumulators were 16-FMA chains whose latency equalled their
+// throughput, and the chains, not the FMA ports, set the pace. Causal 512-token prefill of one KV head
+// on one Zen 5 core (kRowsPerTile-row tiles), ns per query vector and 16-key chunk, before -> after
+// (pairs scoring, no rescale branch, fours in phase 2), alternated: 7 heads of 64 (Qwen2.5-0.5B)
+// 49-53 -> 38-42, 4 of 64 (Llama-3.2-1B) 48-49 -> 37, 6 of 128 (Qwen2.5-1.5B) 89-92 -> 77-85. The
+// arithmetic of each vector is unchanged (the same bits as before these changes).
 template <int ND>
 void attend(const AttnTile& t, float* scratch) {
   constexpr int64_t d = 16 * ND;
-  constexpr int kPair = ND <= 8 ? 2 : 1;
+  constexpr int kValHeads = ND <= 4 ? 4 : ND <= 8 ? 2 : 1;  // phase 2: vectors per V pass
+  constexpr int kQPair = ND <= 4 ? 2 : 1;  // phase 1: query vectors per K pass
   const int64_t n_vec = t.n_rows * t.n_heads;
   float* m = scratch;
   float* lv = scratch + ((n_vec + 15) / 16) * 16;  // 16 lane sums per vector, 64-byte aligned when scratch is
@@ -119,31 +144,45 @@ void attend(const AttnTile& t, float* scratch) {
   alignas(64) static const float kZeros[256] = {};
   constexpr int kMaxHeads = 64;
   float va[kMaxHeads];
-  bool grew[kMaxHeads];
   for_each_chunk_row(t, kZeros, [&](int64_t r, const float* const* kp, const float* const* vp, int nj) {
     const int64_t v0 = r * t.n_heads;
     for (int64_t h0 = 0; h0 < t.n_heads; h0 += kMaxHeads) {
       const int nh = static_cast<int>(std::min<int64_t>(kMaxHeads, t.n_heads - h0));
-      for (int h = 0; h < nh; ++h) {
+      const float* qrow = t.q + r * t.q_stride + h0 * d;
+      __m512 raw[kMaxHeads];
+      int hq = 0;
+      auto scores = [&]<int NQ>(int h) {
+        const float* qv[NQ];
+        IGNIS_UNROLL for (int k = 0; k < NQ; ++k) qv[k] = qrow + (h + k) * d;
+        chunk_scores<ND, NQ>(qv, kp, raw + h);
+      };
+      for (; hq + kQPair <= nh; hq += kQPair) scores.template operator()<kQPair>(hq);
+      if (hq < nh) scores.template operator()<1>(hq);
+      auto weights = [&]<int NW>(int h) {
         const int64_t v = v0 + h0 + h;
-        chunk_weights<ND>(t.q + r * t.q_stride + (h0 + h) * d, kp, nj, t.scale, m[v], lv + v * 16, pw + 16 * h, &va[h],
-                          &grew[h]);
+        chunk_weights<NW>(raw + h, nj, t.scale, m + v, lv + v * 16, pw + 16 * h, va + h);
+      };
+      int hw = 0;
+      for (; hw + 4 <= nh; hw += 4) weights.template operator()<4>(hw);
+      switch (nh - hw) {
+        case 3: weights.template operator()<3>(hw); break;
+        case 2: weights.template operator()<2>(hw); break;
+        case 1: weights.template operator()<1>(hw); break;
+        default: break;
       }
-      int h = 0;
-      for (; h + kPair <= nh; h += kPair) {
-        float* ov[kPair];
-        const float* pv[kPair];
-        IGNIS_UNROLL for (int k = 0; k < kPair; ++k) {
+      auto values = [&]<int NV>(int h) {
+        float* ov[NV];
+        const float* pv[NV];
+        IGNIS_UNROLL for (int k = 0; k < NV; ++k) {
           ov[k] = o + (v0 + h0 + h + k) * d;
           pv[k] = pw + 16 * (h + k);
         }
-        chunk_values<ND, kPair>(vp, nj, ov, pv, &va[h], &grew[h]);
-      }
-      if (h < nh) {
-        float* ov[1] = {o + (v0 + h0 + h) * d};
-        const float* pv[1] = {pw + 16 * h};
-        chunk_values<ND, 1>(vp, nj, ov, pv, &va[h], &grew[h]);
-      }
+        chunk_values<ND, NV>(vp, nj, ov, pv, va + h);
+      };
+      int h = 0;
+      if constexpr (kValHeads >= 4) for (; h + 4 <= nh; h += 4) values.template operator()<4>(h);
+      if constexpr (kValHeads >= 2) for (; h + 2 <= nh; h += 2) values.template operator()<2>(h);
+      if (h < nh) values.template operator()<1>(h);
     }
   });
   for (int64_t r = 0; r < t.n_rows; ++r)
