@@ -132,10 +132,8 @@ struct FfnWeights {
   const float* down_b = nullptr;
 };
 
-// out = down(silu(gate(x)) * up(x)).  x: [n_tokens, n_embd]; gate_buf, up_buf: [n_tokens, n_ff]
-// scratch (up_buf is used only when gate and up are not fused); out: [n_tokens, n_embd] (must not
-// alias x).
-void swiglu_ffn(ThreadPool& pool, const FfnWeights& w, const float* x, int64_t n_tokens, float* gate_buf,
-                float* up_buf, float* out);
+// out = down(silu(gate(x)) * up(x)).  x: [n_tokens, n_embd]; gate_buf: [n_tokens, n_ff] scratch;
+// out: [n_tokens, n_embd] (must not alias x).
+void swiglu_ffn(ThreadPool& pool, const FfnWeights& w, const float* x, int64_t n_tokens, float* gate_buf, float* out);
 
 }  // namespace ignis::model

@@ -17,7 +17,7 @@ void Activations::reserve(const HParams& hp, int64_t n_tokens) {
   // Each buffer starts on a 64-byte boundary relative to the storage.
   const auto n = [&](int64_t width) { return (n_tokens * width + 15) / 16 * 16; };
   const int64_t n_q = hp.n_head * hp.head_dim, n_kv = hp.n_head_kv * hp.head_dim;
-  const int64_t total = 3 * n(hp.n_embd) + 2 * n(n_q) + 2 * n(n_kv) + 2 * n(hp.n_ff);
+  const int64_t total = 3 * n(hp.n_embd) + 2 * n(n_q) + 2 * n(n_kv) + n(hp.n_ff);
   if (size_ < total) {
     buf_.reset();
     // NOTE: prefill-sized storage goes on 2 MiB pages where the kernel gives them (madvise): a prefill
@@ -49,7 +49,6 @@ void Activations::reserve(const HParams& hp, int64_t n_tokens) {
   v = take(n_kv);
   attn = take(n_q);
   gate = take(hp.n_ff);
-  up = take(hp.n_ff);
   ffn = take(hp.n_embd);
 }
 
@@ -239,7 +238,7 @@ void TransformerModel::decoder_forward(std::span<const DecoderLayer> layers, con
 
     rms_norm(pool, a.x, l.ffn_norm, n_tokens, n_embd, hp_.rms_eps, a.cur);
     dump.dump("ffn_norm", d, a.cur, n_tokens, n_embd);
-    swiglu_ffn(pool, l.ffn, a.cur, n_tokens, a.gate, a.up, a.ffn);
+    swiglu_ffn(pool, l.ffn, a.cur, n_tokens, a.gate, a.ffn);
     dump.dump("ffn_out", d, a.ffn, n_tokens, n_embd);
     add_inplace(a.x, a.ffn, n_tokens * n_embd);
     dump.dump("l_out", d, a.x, n_tokens, n_embd);

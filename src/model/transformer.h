@@ -38,12 +38,11 @@ class Activations {
   float* v = nullptr;     // [n_tokens, n_head_kv * head_dim]
   float* attn = nullptr;  // [n_tokens, n_head * head_dim]
   float* gate = nullptr;  // [n_tokens, n_ff]
-  float* up = nullptr;    // [n_tokens, n_ff]
   float* ffn = nullptr;   // [n_tokens, n_embd]
 
  private:
-  // NOTE: not value-initialized: pages that no ubatch writes (`up` when gate and up are fused, 10 MB
-  // for 512 tokens of Qwen2.5-0.5B) are never touched and stay out of the resident set.
+  // NOTE: not value-initialized: pages that no ubatch writes (the rows past a short ubatch's) are never
+  // touched and stay out of the resident set.
   struct FreeDeleter {
     void operator()(float* p) const;
   };

@@ -93,8 +93,9 @@ TEST(QkvRope, FusedEqualsUnfusedBlocks) {
 }
 
 TEST(SwigluFfn, FusedGateUpEqualsSeparateProducts) {
-  // n_ff above the kernel's column slice (2048) with a tail, so rows split into uneven slices.
-  const int64_t n_embd = 24, n_ff = 2100, n_tokens = 5;
+  // n_ff above the kernel's column slice (2048) with a tail, so rows split into uneven slices; tokens
+  // over two of swiglu_ffn's 128-token blocks and a part of a third.
+  const int64_t n_embd = 24, n_ff = 2100, n_tokens = 300;
   const std::vector<float> gu = randn(2 * n_ff * n_embd, 1, 0.5f), down = randn(n_embd * n_ff, 2, 0.05f);
   const std::vector<float> x = randn(n_tokens * n_embd, 3), b = randn(2 * n_ff + n_embd, 4);
   for (const bool biases : {false, true}) {
@@ -109,8 +110,8 @@ TEST(SwigluFfn, FusedGateUpEqualsSeparateProducts) {
         w.up_b = b.data() + n_ff;
         w.down_b = b.data() + 2 * n_ff;
       }
-      std::vector<float> g0(n_tokens * n_ff), u0(g0.size()), out0(n_tokens * n_embd);
-      swiglu_ffn(pool, w, x.data(), n_tokens, g0.data(), u0.data(), out0.data());
+      std::vector<float> g0(n_tokens * n_ff, NAN), out0(n_tokens * n_embd, NAN);
+      swiglu_ffn(pool, w, x.data(), n_tokens, g0.data(), out0.data());
       // The formula, from the separate products.
       std::vector<float> gr(n_tokens * n_ff), ur(n_tokens * n_ff);
       linear(pool, w.gate, w.gate_b, x.data(), n_tokens, gr.data());
@@ -119,9 +120,12 @@ TEST(SwigluFfn, FusedGateUpEqualsSeparateProducts) {
         const double want = gr[i] / (1.0 + std::exp(-double(gr[i]))) * ur[i];
         ASSERT_NEAR(g0[i], want, 1e-6 * std::fabs(want) + 1e-30) << i;
       }
+      std::vector<float> out_ref(out0.size());
+      linear(pool, w.down, w.down_b, g0.data(), n_tokens, out_ref.data());
+      EXPECT_TRUE(same_bits(out0, out_ref)) << "biases=" << biases << " threads=" << threads;
       w.gate_up = {DType::F32, gu.data(), n_embd, 2 * n_ff};
       std::vector<float> g1(g0.size(), NAN), out1(out0.size(), NAN);
-      swiglu_ffn(pool, w, x.data(), n_tokens, g1.data(), nullptr, out1.data());
+      swiglu_ffn(pool, w, x.data(), n_tokens, g1.data(), out1.data());
       EXPECT_TRUE(same_bits(g0, g1)) << "biases=" << biases << " threads=" << threads;
       EXPECT_TRUE(same_bits(out0, out1)) << "biases=" << biases << " threads=" << threads;
     }
