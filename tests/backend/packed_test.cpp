@@ -95,11 +95,12 @@ std::vector<Case> cases() {
     v.push_back({t, 896, 40, 64});
   }
   v.push_back({DType::Q8_0, 1536, 18, 130});
-  // F16 keeps its layout (zero-copy view); odd row lengths exercise the masked tail.
-  for (int64_t n : {16, 100, 896}) v.push_back({DType::F16, n, 21, n == 100 ? 9 : 3});
+  // F16 keeps its layout (zero-copy view); odd row lengths exercise the masked tail; tokens in a
+  // multi-token group and left over (AVX-512 takes 6 at a time, AVX2 3).
+  for (int64_t n : {16, 100, 896}) v.push_back({DType::F16, n, 21, n == 100 ? 9 : 7});
   // Rows long enough that prefill takes them in blocks (4,864: the FFN down projection; 2,100: a masked
   // tail in the last block), next to a partial group taken in one pass.
-  v.push_back({DType::F16, 4864, 16, 3});
+  v.push_back({DType::F16, 4864, 16, 7});
   v.push_back({DType::F16, 2100, 21, 9});
   for (DType t : {DType::Q4_K, DType::Q6_K}) {
     for (int64_t nb = 1; nb <= 3; ++nb) v.push_back({t, 256 * nb, 5 + 11 * nb, nb == 2 ? 9 : 2});

@@ -297,50 +297,43 @@ void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
 
 // ---- F16 rows (ggml layout, no copy) against f32 activations holding f16-rounded values ----
 
-// Rows in pairs (each activation load feeds two rows' FMAs: loads, not FMAs, bounded the one-row form),
-// two accumulators per (row, token) taking alternate 16-element steps (the FMA latency chain of one was
-// slower than memory for decode), the last step masked. A row's arithmetic is the same whether it is
-// paired or alone, for any number of tokens, and whether its elements are taken in one pass or in
-// blocks of a multiple of 32 (f16_steps from i to end; the accumulators carry over between blocks).
+// One accumulator per (row, token), taking the row's 16-element steps in order, the last step masked.
+// A row's arithmetic is the same whatever rows and tokens share its pass, and whether its elements are
+// taken in one pass or in blocks of a multiple of 16 (f16_steps from i to end; the accumulators carry
+// over between blocks).
+// NOTE (tile shapes): prefill takes 4 rows x 6 tokens (24 accumulators): per step 4 weight converts
+// and 6 activation loads feed 24 FMAs. The former 4 rows x 3 tokens, with two accumulators per (row,
+// token) taking alternate steps (for the decode latency below), spent the same converts and half the
+// loads on 12 FMAs. Qwen2.5-0.5B F16 pp512, 5 alternations: 206-215 -> 223-234 t/s at 1 thread,
+// 417-423 -> 433-449 at 2 (Zen 5).
 template <int NR, int NX>
-using F16Acc = __m512[NR][NX][2];
+using F16Acc = __m512[NR][NX];
 
 template <int NR, int NX>
 __attribute__((always_inline)) inline void f16_steps(int64_t i, int64_t end, int64_t n, const uint16_t* w,
                                                      const uint8_t* x, size_t x_stride, F16Acc<NR, NX>& acc) {
-  // NOTE: the accumulator index is a template argument so the accumulators stay in registers.
-  auto step = [&]<int A>(int64_t i, __mmask16 m) {
+  auto step = [&](int64_t i, __mmask16 m) {
     __m512 wv[NR];
     IGNIS_UNROLL for (int r = 0; r < NR; ++r) wv[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, w + r * n + i));
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
       const __m512 xv = _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(x + t * x_stride) + i);
-      IGNIS_UNROLL for (int r = 0; r < NR; ++r) acc[r][t][A] = _mm512_fmadd_ps(wv[r], xv, acc[r][t][A]);
+      IGNIS_UNROLL for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
     }
   };
-  auto mask = [](int64_t left) { return left >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << left) - 1); };
-  for (; i + 32 <= end; i += 32) {
-    step.template operator()<0>(i, 0xffff);
-    step.template operator()<1>(i + 16, 0xffff);
-  }
-  if (end - i > 16) {
-    step.template operator()<0>(i, 0xffff);
-    step.template operator()<1>(i + 16, mask(end - i - 16));
-  } else if (i < end) {
-    step.template operator()<0>(i, mask(end - i));
-  }
+  for (; i + 16 <= end; i += 16) step(i, 0xffff);
+  if (i < end) step(i, static_cast<__mmask16>((1u << (end - i)) - 1));
 }
 
 template <int NR, int NX>
 inline void f16_store(const F16Acc<NR, NX>& acc, float* out, int64_t out_stride) {
   IGNIS_UNROLL for (int r = 0; r < NR; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
-    out[t * out_stride + r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][t][0], acc[r][t][1]));
+    out[t * out_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
 template <int NR, int NX>
 inline void f16_rows(int64_t n, const uint16_t* w, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride) {
   F16Acc<NR, NX> acc;
-  IGNIS_UNROLL for (int r = 0; r < NR; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
-    acc[r][t][0] = acc[r][t][1] = _mm512_setzero_ps();
+  IGNIS_UNROLL for (int r = 0; r < NR; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[r][t] = _mm512_setzero_ps();
   f16_steps<NR, NX>(0, n, n, w, x, x_stride, acc);
   f16_store<NR, NX>(acc, out, out_stride);
 }
@@ -349,29 +342,48 @@ inline void f16_rows(int64_t n, const uint16_t* w, const uint8_t* x, size_t x_st
 // and the tokens' activations no longer fit in L1, and every quad of rows read the activations again
 // from L2 (52-55 GMAC/s on one Zen 5 core against 72-80 for 896-element rows). In blocks, the 16 rows'
 // accumulators wait in memory between blocks and the block's activations stay in L1 for all four quads.
-constexpr int64_t kF16Block = 1024;  // a multiple of 32: the accumulators keep their alternation
+constexpr int64_t kF16Block = 1024;  // a multiple of 16: every block starts on a step
 
 template <int NX>
 void f16_group_blocked(int64_t n, const uint16_t* w, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride) {
   alignas(64) F16Acc<4, NX> saved[4];
   for (auto& q : saved) IGNIS_UNROLL for (int r = 0; r < 4; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
-    q[r][t][0] = q[r][t][1] = _mm512_setzero_ps();
+    q[r][t] = _mm512_setzero_ps();
   for (int64_t k0 = 0; k0 < n; k0 += kF16Block) {
     const int64_t k1 = std::min(n, k0 + kF16Block);
     for (int q = 0; q < 4; ++q) {
       F16Acc<4, NX> acc;
-      IGNIS_UNROLL for (int r = 0; r < 4; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-        acc[r][t][0] = saved[q][r][t][0];
-        acc[r][t][1] = saved[q][r][t][1];
-      }
+      IGNIS_UNROLL for (int r = 0; r < 4; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[r][t] = saved[q][r][t];
       f16_steps<4, NX>(k0, k1, n, w + 4 * q * n, x, x_stride, acc);
-      IGNIS_UNROLL for (int r = 0; r < 4; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-        saved[q][r][t][0] = acc[r][t][0];
-        saved[q][r][t][1] = acc[r][t][1];
-      }
+      IGNIS_UNROLL for (int r = 0; r < 4; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t) saved[q][r][t] = acc[r][t];
     }
   }
   for (int q = 0; q < 4; ++q) f16_store<4, NX>(saved[q], out + 4 * q, out_stride);
+}
+
+constexpr int kF16Tokens = 6;
+
+// NOTE (decode): one accumulator chain per row was slower than memory (from L3, 896 x 4864 on one Zen 5
+// core: 42-58 GB/s against 67-86 for the former two chains per row), so decode takes 4 rows at a time,
+// four chains sharing each activation load. The 4 rows are 4 short streams side by side, which the
+// hardware prefetcher alone read at half speed from DRAM (896 x 151,936: 13.7-15.8 GB/s against
+// 25-32 one row at a time), so the next 4 rows are prefetched front to back, 2 cache lines per step,
+// kF16DecodePrefetchBytes past their start: 23-30 GB/s from DRAM at 1 thread, 35-39 at 2 (one row at
+// a time 29-32 and 32-37), 89-98 from L3. Qwen2.5-0.5B F16 tg64 unchanged within the noise.
+constexpr int64_t kF16DecodePrefetchBytes = 4096;
+
+inline void f16_decode_quad(int64_t n, const uint16_t* w, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride) {
+  const char* pf = reinterpret_cast<const char*>(w + 4 * n) + kF16DecodePrefetchBytes;
+  F16Acc<4, 1> acc;
+  IGNIS_UNROLL for (int r = 0; r < 4; ++r) acc[r][0] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm_prefetch(pf + 8 * i, _MM_HINT_T0);  // 4 rows x 2 bytes per element
+    _mm_prefetch(pf + 8 * i + 64, _MM_HINT_T0);
+    f16_steps<4, 1>(i, i + 16, n, w, x, x_stride, acc);
+  }
+  f16_steps<4, 1>(i, n, n, w, x, x_stride, acc);
+  f16_store<4, 1>(acc, out, out_stride);
 }
 
 template <int NX>
@@ -379,7 +391,8 @@ void packed_dot_f16(int64_t n, const uint8_t* group, const uint8_t* x, size_t x_
                     int64_t out_stride, int n_rows) {
   const auto* w = reinterpret_cast<const uint16_t*>(group);
   int k = 0;
-  if constexpr (NX == 1) {  // decode: memory-bound, one row stream at a time reads fastest
+  if constexpr (NX == 1) {
+    for (; k + 4 <= n_rows; k += 4) f16_decode_quad(n, w + k * n, x, x_stride, out + k, out_stride);
     for (; k < n_rows; ++k) f16_rows<1, 1>(n, w + k * n, x, x_stride, out + k, out_stride);
     return;
   }
@@ -419,7 +432,7 @@ PackedKernels packed_kernels_avx512(DType t) {
     case DType::Q8_0: return k32.template operator()<DType::Q8_0>();
     case DType::Q4_K: return {packed_dot_q4k<1>, packed_dot_q4k<4>, 4};
     case DType::Q6_K: return {packed_dot_q6k<1>, packed_dot_q6k<4>, 4};
-    case DType::F16: return {packed_dot_f16<1>, packed_dot_f16<3>, 3};
+    case DType::F16: return {packed_dot_f16<1>, packed_dot_f16<kF16Tokens>, kF16Tokens};
     default: return {};
   }
 }
