@@ -52,12 +52,19 @@ inline void for_each_chunk_row(const AttnTile& t, const float* zeros, StepRow&& 
   const int64_t n_kv_max = t.n_kv0 + t.n_rows - 1;
   const float* kp[kAttnChunk];
   const float* vp[kAttnChunk];
+  // Position j is row `off` of page `pg`, stepped along (a division per row cost decode, whose tiles
+  // hold few query vectors to share a chunk's row lookups).
+  int64_t pg = 0, off = 0;
   for (int64_t j0 = 0; j0 < n_kv_max; j0 += kAttnChunk) {
     const int64_t n_chunk = n_kv_max - j0 < kAttnChunk ? n_kv_max - j0 : kAttnChunk;
     for (int64_t i = 0; i < kAttnChunk; ++i) {
-      const int64_t j = j0 + i;
-      kp[i] = i < n_chunk ? t.k_pages[j / t.page] + (j % t.page) * t.width + t.kv_off : zeros;
-      vp[i] = i < n_chunk ? t.v_pages[j / t.page] + (j % t.page) * t.width + t.kv_off : zeros;
+      if (i >= n_chunk) {
+        kp[i] = vp[i] = zeros;
+        continue;
+      }
+      kp[i] = t.k_pages[pg] + off * t.width + t.kv_off;
+      vp[i] = t.v_pages[pg] + off * t.width + t.kv_off;
+      if (++off == t.page) off = 0, ++pg;
     }
     for (int64_t r = 0; r < t.n_rows; ++r) {
       const int64_t n_kv = t.n_kv0 + r;
