@@ -202,19 +202,25 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
         dotn, dot1);
     return;
   }
-  if (k.dot_pair && n_tokens >= k.n_pair) {
+  if (k.dot_pair && (n_tokens >= k.n_pair || (k.dot_pair_rest && n_tokens > 1))) {
     // Units are pairs of row groups (the last may be a single group): the pair kernel shares each
-    // activation load between them.
+    // activation load between them. The tokens left over after the groups of n_pair (all of them in a
+    // prompt shorter than n_pair) go through the pair kernel's short form in one call per unit, not
+    // through the one-token kernel per token: 20-token Qwen2.5-0.5B Q4_0 prefill, see BENCHMARKS.md.
     const int64_t n_pairs = (n_groups + 1) / 2;
+    const int rest = k.dot_pair_rest ? static_cast<int>(n_tokens % k.n_pair) : 0;
+    auto unit = [&](int64_t p, int64_t t, auto&& kernel) {
+      const int64_t g = 2 * p;
+      const int ng = static_cast<int>(std::min<int64_t>(2, n_groups - g));
+      kernel(nb, wb + g * group_bytes, group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out,
+             ng, rows(g + ng - 1));
+    };
     run_tiles(
-        pool, n_pairs, 1, 2 * group_bytes, n_tokens, act_row, k.n_pair, 0,
+        pool, n_pairs, 1, 2 * group_bytes, n_tokens, act_row, k.n_pair, rest > 1 ? rest : 0,
+        [&](int64_t p, int64_t t) { unit(p, t, k.dot_pair); },
         [&](int64_t p, int64_t t) {
-          const int64_t g = 2 * p;
-          const int ng = static_cast<int>(std::min<int64_t>(2, n_groups - g));
-          k.dot_pair(nb, wb + g * group_bytes, group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows,
-                     w.n_out, ng, rows(g + ng - 1));
+          unit(p, t, [&](auto... a) { k.dot_pair_rest(a..., rest); });
         },
-        [](int64_t, int64_t) {},
         [&](int64_t p, int64_t t) {
           for (int64_t g = 2 * p; g < std::min(n_groups, 2 * p + 2); ++g) dot1(g, t);
         });

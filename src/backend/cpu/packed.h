@@ -119,6 +119,10 @@ using PackedTileDotFn = void (*)(int64_t nb, const uint8_t* group, const uint8_t
 // n_rows_last: the rows of the last group taken. Each output bit-identical to dot1's.
 using PackedPairDotFn = void (*)(int64_t nb, const uint8_t* group, size_t group_bytes, const uint8_t* x,
                                  size_t x_stride, float* out, int64_t out_stride, int n_groups, int n_rows_last);
+// The same for n_tokens < n_pair tokens (the tokens a prefill leaves over after its groups of n_pair).
+using PackedPairRestFn = void (*)(int64_t nb, const uint8_t* group, size_t group_bytes, const uint8_t* x,
+                                  size_t x_stride, float* out, int64_t out_stride, int n_groups, int n_rows_last,
+                                  int n_tokens);
 struct PackedKernels {
   PackedDotFn dot1 = nullptr;  // one token
   PackedDotFn dotn = nullptr;  // n_multi tokens, each bit-identical to dot1
@@ -126,6 +130,7 @@ struct PackedKernels {
   PackedTileDotFn dott = nullptr;  // optional (AMX): kAmxTokens tokens, each bit-identical to dot1
   PackedPairDotFn dot_pair = nullptr;  // optional: row groups in pairs, n_pair tokens
   int n_pair = 0;
+  PackedPairRestFn dot_pair_rest = nullptr;  // optional, with dot_pair: 1 to n_pair - 1 tokens
 };
 // Tokens per AMX call: 4 tiles of 16 share one unpacking of the row group's weights.
 inline constexpr int kAmxTileTokens = 16;
