@@ -101,10 +101,12 @@ std::vector<Case> cases() {
   // Rows long enough that prefill takes them in blocks (4,864: the FFN down projection; 2,100: a masked
   // tail in the last block), next to a partial group taken in one pass.
   v.push_back({DType::F16, 4864, 16, 7});
+  v.push_back({DType::F16, 100, 21, 5});  // fewer tokens than a multi-token group
   v.push_back({DType::F16, 2100, 21, 9});
   for (DType t : {DType::Q4_K, DType::Q6_K}) {
     for (int64_t nb = 1; nb <= 3; ++nb) v.push_back({t, 256 * nb, 5 + 11 * nb, nb == 2 ? 9 : 2});
     v.push_back({t, 1536, 32, 6});
+    v.push_back({t, 512, 20, 7});  // 3 tokens left over after a group of 4
     v.push_back({t, 4864, 17, 1});
   }
   return v;

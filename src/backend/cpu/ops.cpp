@@ -226,7 +226,15 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
         });
     return;
   }
-  run_tiles(pool, n_groups, 1, group_bytes, n_tokens, act_row, k.n_multi, 0, dotn, dotn, dot1);
+  // The same for the other types: a prefill's leftover tokens in one call per row group.
+  const int rest = k.dotn_rest ? static_cast<int>(n_tokens % k.n_multi) : 0;
+  run_tiles(
+      pool, n_groups, 1, group_bytes, n_tokens, act_row, k.n_multi, rest > 1 ? rest : 0, dotn,
+      [&](int64_t g, int64_t t) {
+        k.dotn_rest(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out,
+                    rows(g), rest);
+      },
+      dot1);
 }
 
 }  // namespace

@@ -131,7 +131,17 @@ struct PackedKernels {
   PackedPairDotFn dot_pair = nullptr;  // optional: row groups in pairs, n_pair tokens
   int n_pair = 0;
   PackedPairRestFn dot_pair_rest = nullptr;  // optional, with dot_pair: 1 to n_pair - 1 tokens
+  // Optional: 1 to n_multi - 1 tokens (a prefill's leftover), each bit-identical to dot1.
+  void (*dotn_rest)(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
+                    int64_t out_stride, int n_rows, int n_tokens) = nullptr;
 };
+// A dotn_rest from the kernels for 1, 2, ... tokens (Fns[i] takes i + 1 tokens).
+template <PackedDotFn... Fns>
+void packed_dot_rest(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
+                     int n_rows, int n_tokens) {
+  static constexpr PackedDotFn kByTokens[] = {Fns...};
+  kByTokens[n_tokens - 1](nb, group, x, x_stride, out, out_stride, n_rows);
+}
 // Tokens per AMX call: 4 tiles of 16 share one unpacking of the row group's weights.
 inline constexpr int kAmxTileTokens = 16;
 inline constexpr int kAmxTokens = 4 * kAmxTileTokens;

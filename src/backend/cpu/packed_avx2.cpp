@@ -362,7 +362,9 @@ struct DotQ6K {
 
 template <template <int, int> class K>
 PackedKernels kernels() {
-  return {group_dot<K, 1>, group_dot<K, 4>, 4};
+  PackedKernels k{group_dot<K, 1>, group_dot<K, 4>, 4};
+  k.dotn_rest = packed_dot_rest<group_dot<K, 1>, group_dot<K, 2>, group_dot<K, 3>>;
+  return k;
 }
 
 }  // namespace
@@ -376,7 +378,11 @@ PackedKernels packed_kernels_avx2(DType t) {
     case DType::Q8_0: return kernels<Dot32<DType::Q8_0>::K>();
     case DType::Q4_K: return kernels<DotQ4K>();
     case DType::Q6_K: return kernels<DotQ6K>();
-    case DType::F16: return {packed_dot_f16<1>, packed_dot_f16<4>, 4};
+    case DType::F16: {
+      PackedKernels k{packed_dot_f16<1>, packed_dot_f16<4>, 4};
+      k.dotn_rest = packed_dot_rest<packed_dot_f16<1>, packed_dot_f16<2>, packed_dot_f16<3>>;
+      return k;
+    }
     default: return {};
   }
 }
