@@ -198,11 +198,12 @@ void swiglu_ffn(ThreadPool& pool, const FfnWeights& w, const float* x, int64_t n
   // products into gate_buf: one pass instead of a copy and a second pass. Work items are (row, slice of
   // kCols columns) so that short ubatches still spread over the pool; the row kernel's result does not
   // depend on where a slice starts.
-  // NOTE (token blocks): the up product (or the fused gate/up product) is made kFfnTokens tokens at a
-  // time into a scratch block that the gate pass consumes at once. For a whole 512-token ubatch it was
-  // 10 MB (20 MB fused: [512, 2 x 4,864] f32 for Qwen2.5-0.5B) on top of gate_buf, and put peak RSS 5
-  // and 13 MB above llama.cpp's for the F16 and Q8_0 files. The weights are read again per block, from
-  // the L3 for these shapes. Each token's arithmetic is unchanged (batch invariance).
+  // NOTE (token blocks): the FFN runs kFfnTokens tokens at a time: the up product (or the fused
+  // gate/up product) into a scratch block, the gate pass into the first rows of gate_buf, the down
+  // projection from there. For a whole 512-token ubatch the products were 10 MB (20 MB fused: [512, 2 x
+  // 4,864] f32 for Qwen2.5-0.5B) and gate_buf 10 MB more, and they put peak RSS 5 and 13 MB above
+  // llama.cpp's for the F16 and Q8_0 files. The weights are read again per block, from the L3 for these
+  // shapes. Each token's arithmetic is unchanged (batch invariance).
   constexpr int64_t kCols = 2048;
   constexpr int64_t kMinParallel = 1 << 14;  // elements
   constexpr int64_t kFfnTokens = 128;
@@ -215,7 +216,7 @@ void swiglu_ffn(ThreadPool& pool, const FfnWeights& w, const float* x, int64_t n
   float* tmp = scratch(std::min(n_tokens, kFfnTokens) * width);
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kFfnTokens) {
     const int64_t nt = std::min(n_tokens, t0 + kFfnTokens) - t0;
-    float* gate_rows = gate_buf + t0 * n_ff;
+    float* gate_rows = gate_buf;
     // Token t of the block: gate at g + t * gs, up at u + t * width (unfused: the gate pass runs in place).
     const float *g = tmp, *u = tmp + n_ff, *gb = w.gate_b, *ub = w.up_b;
     int64_t gs = width;
@@ -233,8 +234,8 @@ void swiglu_ffn(ThreadPool& pool, const FfnWeights& w, const float* x, int64_t n
                  gate_rows + t * n_ff + c0);
       }
     });
+    linear(pool, w.down, w.down_b, gate_rows, nt, out + t0 * w.down.n_out);
   }
-  linear(pool, w.down, w.down_b, gate_buf, n_tokens, out);
 }
 
 }  // namespace ignis::model

@@ -132,8 +132,8 @@ struct FfnWeights {
   const float* down_b = nullptr;
 };
 
-// out = down(silu(gate(x)) * up(x)).  x: [n_tokens, n_embd]; gate_buf: [n_tokens, n_ff] scratch;
-// out: [n_tokens, n_embd] (must not alias x).
+// out = down(silu(gate(x)) * up(x)).  x: [n_tokens, n_embd]; gate_buf: [n_tokens, n_ff] scratch (only
+// its first kFfnTokens = 128 rows are written); out: [n_tokens, n_embd] (must not alias x).
 void swiglu_ffn(ThreadPool& pool, const FfnWeights& w, const float* x, int64_t n_tokens, float* gate_buf, float* out);
 
 }  // namespace ignis::model
