@@ -133,7 +133,7 @@ struct FfnWeights {
 };
 
 // out = down(silu(gate(x)) * up(x)).  x: [n_tokens, n_embd]; gate_buf: [n_tokens, n_ff] scratch (only
-// its first kFfnTokens = 128 rows are written); out: [n_tokens, n_embd] (must not alias x).
+// its first kFfnTokens = 192 rows are written); out: [n_tokens, n_embd] (must not alias x).
 void swiglu_ffn(ThreadPool& pool, const FfnWeights& w, const float* x, int64_t n_tokens, float* gate_buf, float* out);
 
 }  // namespace ignis::model

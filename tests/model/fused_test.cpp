@@ -95,8 +95,8 @@ TEST(QkvRope, FusedEqualsUnfusedBlocks) {
 
 TEST(SwigluFfn, FusedGateUpEqualsSeparateProducts) {
   // n_ff above the kernel's column slice (2048) with a tail, so rows split into uneven slices; tokens
-  // over two of swiglu_ffn's 128-token blocks and a part of a third.
-  const int64_t n_embd = 24, n_ff = 2100, n_tokens = 300;
+  // over two of swiglu_ffn's 192-token blocks and a part of a third.
+  const int64_t n_embd = 24, n_ff = 2100, n_tokens = 450;
   const std::vector<float> gu = randn(2 * n_ff * n_embd, 1, 0.5f), down = randn(n_embd * n_ff, 2, 0.05f);
   const std::vector<float> x = randn(n_tokens * n_embd, 3), b = randn(2 * n_ff + n_embd, 4);
   for (const bool biases : {false, true}) {
