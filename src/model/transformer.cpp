@@ -173,6 +173,23 @@ int64_t TransformerModel::ubatch_size() const {
 
 void TransformerModel::embed(std::span<const int32_t> tokens, float* x) const {
   for (size_t t = 0; t < tokens.size(); ++t) cpu::get_row(tok_embd_, tokens[t], x + t * hp_.n_embd);
+  // NOTE: rows read through the file mapping (an embedding the packed copies cannot serve, e.g. a Q6_K
+  // one) stay mapped, and the kernel maps the 64 KiB around each faulting row. The pages are handed back
+  // after each lookup (the page cache keeps them; the next read maps them again): the windows of the rows
+  // read, or the whole table for a long ubatch (one call). Peak RSS of Qwen2.5-1.5B Q4_K_M (tied Q6_K
+  // embedding), bench -p 512 -n 16 -t 2: 1,163 -> 1,137 MB.
+  if (tok_embd_.packed) return;
+  constexpr uintptr_t kWindow = uintptr_t{64} << 10;
+  constexpr size_t kWholeTable = 16;  // tokens
+  const auto* base = static_cast<const uint8_t*>(tok_embd_.data);
+  const size_t rb = row_bytes(tok_embd_.type, tok_embd_.n_in), all = rb * static_cast<size_t>(tok_embd_.n_out);
+  if (tokens.size() > kWholeTable) return file_->release_pages(base, all);
+  const auto b = reinterpret_cast<uintptr_t>(base);
+  for (const int32_t tok : tokens) {
+    const uintptr_t r = b + rb * static_cast<size_t>(tok);
+    const uintptr_t lo = std::max(b, r / kWindow * kWindow), hi = std::min(b + all, (r + rb + kWindow - 1) / kWindow * kWindow);
+    file_->release_pages(reinterpret_cast<const void*>(lo), hi - lo);
+  }
 }
 
 void TransformerModel::output_head(ThreadPool& pool, const float* x, std::span<const int64_t> out_rows,
