@@ -62,38 +62,27 @@ inline void chunk_scores(const float* const qv[NQ], const float* const kp[16], _
   IGNIS_UNROLL for (int q = 0; q < NQ; ++q) s[q] = combine(part[q]);
 }
 
-// Phase 1 of NW query vectors against one chunk: the chunk's softmax weights from their raw scores.
-// Lanes i >= nj are masked out. Vector k keeps its running max in m[k] and its 16 lane sums of the
-// softmax weights in lv + 16 * k (reduced once, after the last chunk); its 16 weights go to pw + 16 * k
-// and the factor its output must be rescaled by to va[k] (exactly 1 when the max did not grow, so the
-// multiplies by it are then exact; on the first chunk m is -inf and what it scales is 0).
+// Phase 1 of one query vector against one chunk: the chunk's softmax weights from its raw scores. Lanes
+// i >= nj are masked out. The vector keeps its running max in m and its 16 lane sums of the softmax
+// weights in lv (reduced once, after the last chunk); its 16 weights go to pw and the factor its output
+// must be rescaled by to va (exactly 1 when the max did not grow, so the multiplies by it are then exact;
+// on the first chunk m is -inf and what it scales is 0).
 // NOTE (per-chunk cost): the sums stay in lanes: the horizontal sum and the scalar exp were a dependent
-// chain in every step. The NW vectors go through each step together: one vector's chain (max, exp,
-// rescale) is about 130 cycles long and the core overlapped little of it with the next vector's when
-// they came one after the other. There is no branch on whether the max grew (data: about one chunk in
-// five on a 512-token prompt). Each vector's arithmetic is the same whatever vectors share the step.
-template <int NW>
-inline void chunk_weights(const __m512 raw[NW], int nj, float scale, float* m, float* lv, float* pw, float* va) {
+// chain in every step. There is no branch on whether the max grew (data: about one chunk in five on a
+// 512-token prompt). Taking 4 vectors through each step together measured the same as one at a time.
+inline void chunk_weights(__m512 raw, int nj, float scale, float& m, float* lv, float* pw, float* va) {
   const __mmask16 valid = nj >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << nj) - 1);
-  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __m512 s[NW], mo[NW], mn[NW];
-  IGNIS_UNROLL for (int k = 0; k < NW; ++k) s[k] = _mm512_mask_mov_ps(ninf, valid, _mm512_mul_ps(raw[k], _mm512_set1_ps(scale)));
-  IGNIS_UNROLL for (int k = 0; k < NW; ++k) {
-    const float m_new = std::max(m[k], _mm512_reduce_max_ps(s[k]));
-    mo[k] = _mm512_set1_ps(m[k]);
-    mn[k] = _mm512_set1_ps(m_new);
-    m[k] = m_new;
-  }
-  __m512 p[NW], vf[NW];
-  IGNIS_UNROLL for (int k = 0; k < NW; ++k) p[k] = simd::exp512(_mm512_sub_ps(s[k], mn[k]));
-  IGNIS_UNROLL for (int k = 0; k < NW; ++k) vf[k] = simd::exp512(_mm512_sub_ps(mo[k], mn[k]));
-  IGNIS_UNROLL for (int k = 0; k < NW; ++k) {
-    p[k] = _mm512_maskz_mov_ps(valid, p[k]);
-    _mm512_store_ps(pw + 16 * k, p[k]);
-    vf[k] = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(mn[k], mo[k], _CMP_GT_OQ), _mm512_set1_ps(1.0f), vf[k]);
-    _mm512_store_ps(lv + 16 * k, _mm512_fmadd_ps(_mm512_load_ps(lv + 16 * k), vf[k], p[k]));
-    va[k] = _mm512_cvtss_f32(vf[k]);
-  }
+  const __m512 s = _mm512_mask_mov_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), valid,
+                                      _mm512_mul_ps(raw, _mm512_set1_ps(scale)));
+  const float m_new = std::max(m, _mm512_reduce_max_ps(s));
+  const __m512 mo = _mm512_set1_ps(m), mn = _mm512_set1_ps(m_new);
+  m = m_new;
+  const __m512 p = _mm512_maskz_mov_ps(valid, simd::exp512(_mm512_sub_ps(s, mn)));
+  _mm512_store_ps(pw, p);
+  const __m512 vf = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(mn, mo, _CMP_GT_OQ), _mm512_set1_ps(1.0f),
+                                         simd::exp512(_mm512_sub_ps(mo, mn)));
+  _mm512_store_ps(lv, _mm512_fmadd_ps(_mm512_load_ps(lv), vf, p));
+  *va = _mm512_cvtss_f32(vf);
 }
 
 // Phase 2: NV query vectors' outputs (ov[v], head_dim floats each) take the chunk's V rows with their
@@ -158,17 +147,9 @@ void attend(const AttnTile& t, float* scratch) {
       };
       for (; hq + kQPair <= nh; hq += kQPair) scores.template operator()<kQPair>(hq);
       if (hq < nh) scores.template operator()<1>(hq);
-      auto weights = [&]<int NW>(int h) {
+      for (int h = 0; h < nh; ++h) {
         const int64_t v = v0 + h0 + h;
-        chunk_weights<NW>(raw + h, nj, t.scale, m + v, lv + v * 16, pw + 16 * h, va + h);
-      };
-      int hw = 0;
-      for (; hw + 4 <= nh; hw += 4) weights.template operator()<4>(hw);
-      switch (nh - hw) {
-        case 3: weights.template operator()<3>(hw); break;
-        case 2: weights.template operator()<2>(hw); break;
-        case 1: weights.template operator()<1>(hw); break;
-        default: break;
+        chunk_weights(raw[h], nj, t.scale, m[v], lv + v * 16, pw + 16 * h, &va[h]);
       }
       auto values = [&]<int NV>(int h) {
         float* ov[NV];

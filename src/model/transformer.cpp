@@ -167,7 +167,7 @@ void TransformerModel::forward_batch(std::span<SeqBatch> seqs, ThreadPool& pool)
 
 int64_t TransformerModel::ubatch_size() const {
   const int64_t n_q = hp_.n_head * hp_.head_dim, n_kv = hp_.n_head_kv * hp_.head_dim;
-  const int64_t per_token = static_cast<int64_t>(sizeof(float)) * (3 * hp_.n_embd + 2 * n_q + 2 * n_kv + 2 * hp_.n_ff);
+  const int64_t per_token = static_cast<int64_t>(sizeof(float)) * (3 * hp_.n_embd + 2 * n_q + 2 * n_kv + hp_.n_ff);  // as reserve()
   return std::clamp<int64_t>(kActivationBytes / per_token, 1, kUbatch);
 }
 

@@ -135,12 +135,18 @@ struct PackedKernels {
   void (*dotn_rest)(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows, int n_tokens) = nullptr;
 };
-// A dotn_rest from the kernels for 1, 2, ... tokens (Fns[i] takes i + 1 tokens).
+// A dotn_rest (dot_pair_rest) from the kernels for 1, 2, ... tokens (Fns[i] takes i + 1 tokens).
 template <PackedDotFn... Fns>
 void packed_dot_rest(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
                      int n_rows, int n_tokens) {
   static constexpr PackedDotFn kByTokens[] = {Fns...};
   kByTokens[n_tokens - 1](nb, group, x, x_stride, out, out_stride, n_rows);
+}
+template <PackedPairDotFn... Fns>
+void packed_pair_rest(int64_t nb, const uint8_t* group, size_t group_bytes, const uint8_t* x, size_t x_stride,
+                      float* out, int64_t out_stride, int n_groups, int n_rows_last, int n_tokens) {
+  static constexpr PackedPairDotFn kByTokens[] = {Fns...};
+  kByTokens[n_tokens - 1](nb, group, group_bytes, x, x_stride, out, out_stride, n_groups, n_rows_last);
 }
 // Tokens per AMX call: 4 tiles of 16 share one unpacking of the row group's weights.
 inline constexpr int kAmxTileTokens = 16;

@@ -19,7 +19,6 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/packed.h"
-#include "core/error.h"
 #include "core/quant_blocks.h"
 
 namespace ignis::cpu {
@@ -184,25 +183,6 @@ void packed_dot32_pair(int64_t nb, const uint8_t* group, size_t group_bytes, con
     packed_dot32_rg<T, 2, NX>(nb, group, group_bytes, x, x_stride, out, out_stride, n_rows_last);
   else
     packed_dot32_rg<T, 1, NX>(nb, group, group_bytes, x, x_stride, out, out_stride, n_rows_last);
-}
-
-// The pair kernel for the n_tokens (< NMAX) a prefill leaves over: a 20-token prompt's last 2 tokens
-// took the one-token kernel per row group, each reading the group's weights again.
-template <DType T, int NMAX>
-void packed_dot32_pair_rest(int64_t nb, const uint8_t* group, size_t group_bytes, const uint8_t* x, size_t x_stride,
-                            float* out, int64_t out_stride, int n_groups, int n_rows_last, int n_tokens) {
-  static_assert(NMAX == 6, "one case per token count below NMAX");
-  auto run = [&]<int NX>() {
-    packed_dot32_pair<T, NX>(nb, group, group_bytes, x, x_stride, out, out_stride, n_groups, n_rows_last);
-  };
-  switch (n_tokens) {
-    case 1: return run.template operator()<1>();
-    case 2: return run.template operator()<2>();
-    case 3: return run.template operator()<3>();
-    case 4: return run.template operator()<4>();
-    case 5: return run.template operator()<5>();
-    default: fail("packed_dot32_pair_rest: {} tokens", n_tokens);
-  }
 }
 
 // The same on one row group, in the PackedDotFn form (dotn: the AMX path's tokens left under 64).
@@ -440,12 +420,15 @@ PackedKernels packed_kernels_avx512(DType t) {
   // bounded on Zen 5 (through matmul at 512 tokens on one core: Q4_0 896 x 9728 259-262 -> 286-301
   // GMAC/s, Q8_0 185-242 -> 222-280). The K-quants' per-sub-block accumulators fill the registers at 4
   // tokens; F16 takes kF16Tokens.
-  constexpr int kPairTokens = 6;
+  constexpr int kPairTokens = 6;  // the rest kernels below take 1 to kPairTokens - 1 tokens
   const bool pf = software_prefetch_pays();
   auto k32 = [&]<DType T>() {
     return PackedKernels{pf ? packed_dot32<T, true> : packed_dot32<T, false>, packed_dot32_n<T, kPairTokens>,
                          kPairTokens, nullptr, packed_dot32_pair<T, kPairTokens>, kPairTokens,
-                         packed_dot32_pair_rest<T, kPairTokens>};
+                         // the 1-5 tokens a prefill leaves over: a 20-token prompt's last 2 had taken the
+                         // one-token kernel per row group, each reading the group's weights again
+                         packed_pair_rest<packed_dot32_pair<T, 1>, packed_dot32_pair<T, 2>, packed_dot32_pair<T, 3>,
+                                          packed_dot32_pair<T, 4>, packed_dot32_pair<T, 5>>};
   };
   switch (t) {
     case DType::Q4_0: return k32.template operator()<DType::Q4_0>();
