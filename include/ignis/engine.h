@@ -108,6 +108,7 @@ struct EngineOptions {
   int64_t n_ctx = 0;                 // max tokens per sequence; 0: min(training context, 4096)
   uint64_t kv_memory_bytes = 0;      // KV pool size; 0: a fraction of free memory, capped by n_ctx * max_seqs
   int32_t kv_block_size = 16;        // tokens per KV block
+  std::string kv_type = "f16";       // KV cache element type: "f16" (llama.cpp's default) or "f32"
   int32_t max_seqs = 16;             // sequences running at once
   int32_t max_queue = 256;           // waiting requests before submit() refuses (QueueFullError)
   int32_t max_batched_tokens = 512;  // token budget per engine step

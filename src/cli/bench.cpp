@@ -30,6 +30,7 @@
 #include "core/thread_pool.h"
 #include "format/gguf.h"
 #include "hub/hub.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 
 namespace ignis::cli {
@@ -44,6 +45,7 @@ struct BenchOptions {
   std::string threads;
   int reps = 5;
   std::string output = "md";
+  std::string cache_type = "f16";
   std::string quant;  // --quant: quantize a Hugging Face folder at load
 };
 
@@ -119,7 +121,7 @@ double stddev(const std::vector<double>& v) {
   return std::sqrt(s / (v.size() - 1));
 }
 
-TestResult run_test(const model::Model& m, ThreadPool& pool, int n_prompt, int n_gen, int reps) {
+TestResult run_test(const model::Model& m, ThreadPool& pool, int n_prompt, int n_gen, int reps, DType kv_type) {
   TestResult r;
   r.n_prompt = n_prompt;
   r.n_gen = n_gen;
@@ -127,7 +129,7 @@ TestResult run_test(const model::Model& m, ThreadPool& pool, int n_prompt, int n
   const int64_t n_vocab = m.hparams().n_vocab;
   std::mt19937 rng(42);
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(n_vocab - 1));
-  auto cache = m.new_cache(std::max(1, n_prompt + n_gen));
+  auto cache = m.new_cache(std::max(1, n_prompt + n_gen), kv_type);
   std::vector<float> logits(n_vocab);
   auto once = [&]() {
     cache->truncate(0);
@@ -161,6 +163,7 @@ int run_bench(const BenchOptions& o) {
   if (o.reps < 1 || o.reps > 1000) fail("-r: {} repetitions is out of range (1..1000)", o.reps);
   if (o.output != "md" && o.output != "json" && o.output != "jsonl")
     fail("-o: unknown output format '{}' (md or json)", o.output);
+  const DType kv_type = model::parse_kv_type(o.cache_type);
 
   if (o.model.empty() == o.hf.empty()) fail("bench: give exactly one of -m FILE and -hf REPO[:QUANT]");
   std::string path = o.model;
@@ -192,7 +195,7 @@ int run_bench(const BenchOptions& o) {
     for (int g : gens)
       if (g > 0) tests.emplace_back(0, g);
     for (auto [p, g] : tests) {
-      TestResult r = run_test(*m, pool, p, g, o.reps);
+      TestResult r = run_test(*m, pool, p, g, o.reps, kv_type);
       const std::string test = p > 0 ? fmt::format("pp{}", p) : fmt::format("tg{}", g);
       if (md) {
         std::printf("| %-30s | %6.2f GiB | %8.2f B | %-7s | %7d | %13s | %20s |\n", type.c_str(), size / 1073741824.0,
@@ -210,6 +213,8 @@ int run_bench(const BenchOptions& o) {
             {"n_threads", nt},
             {"n_prompt", p},
             {"n_gen", g},
+            {"type_k", o.cache_type},
+            {"type_v", o.cache_type},
             {"avg_ns", static_cast<uint64_t>(mean(r.samples_ns))},
             {"stddev_ns", static_cast<uint64_t>(stddev(r.samples_ns))},
             {"avg_ts", mean(r.samples_ts)},
@@ -237,6 +242,8 @@ Action setup_bench(CLI::App& app) {
   app.add_option("-t,--threads", o->threads, "thread counts, comma-separated (default: all cores)");
   app.add_option("-r,--repetitions", o->reps, "timed repetitions per test");
   app.add_option("-o,--output", o->output, "md (table) or json (one object per test per line)");
+  app.add_option("--cache-type", o->cache_type, "KV cache type, K and V: f16 (llama.cpp's default) or f32")
+      ->check(CLI::IsMember({"f16", "f32"}))->capture_default_str();
   app.add_option("--quant", o->quant,
                  "quantize a Hugging Face folder's weights at load, in memory: Q8_0, Q4_0, Q4_K_M, Q6_K, ...");
   return [o]() { return run_bench(*o); };

@@ -36,6 +36,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "format/gguf.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "text/tokenizer.h"
 
@@ -51,6 +52,7 @@ struct PplOptions {
   int threads = 0;
   std::string kl_base;
   bool kl_divergence = false;
+  std::string cache_type = "f16";
 };
 
 constexpr char kMagic[8] = {'_', 'l', 'o', 'g', 'i', 't', 's', '_'};
@@ -211,6 +213,7 @@ struct Evaluator {
   int64_t n_vocab = 0;
   int64_t nv = 0;  // base-file row length in uint16
   bool add_bos = false;
+  DType kv_type = DType::F16;
 };
 
 // A base file opened for --kl-divergence: header checked against the file size, tokens read.
@@ -262,7 +265,7 @@ int run_perplexity(const PplOptions& o, const Evaluator& ev, const std::vector<i
     base_out.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(n_chunk * n_ctx * 4));
   }
   const int64_t n_batch = std::min(o.batch, n_ctx);
-  std::unique_ptr<model::KvCache> cache = ev.m.new_cache(n_ctx);
+  std::unique_ptr<model::KvCache> cache = ev.m.new_cache(n_ctx, ev.kv_type);
   std::vector<float> buf(static_cast<size_t>(n_batch * ev.n_vocab));  // [n_batch, n_vocab] f32
   std::vector<int32_t> chunk(static_cast<size_t>(n_ctx));
   const int nth = ev.pool.n_threads();
@@ -372,7 +375,7 @@ void print_kld_summary(const KldSums& t, std::vector<float> kld_values, std::vec
 // The model against a base file, chunk by chunk.
 int run_kl_divergence(const PplOptions& o, const Evaluator& ev, BaseFile& b, int64_t n_chunk) {
   const int64_t n_ctx = b.n_ctx, first = n_ctx / 2, n_batch = std::min(o.batch, n_ctx);
-  std::unique_ptr<model::KvCache> cache = ev.m.new_cache(n_ctx);
+  std::unique_ptr<model::KvCache> cache = ev.m.new_cache(n_ctx, ev.kv_type);
   std::vector<float> buf(static_cast<size_t>(n_batch * ev.n_vocab));  // [n_batch, n_vocab] f32
   std::vector<int32_t> chunk(static_cast<size_t>(n_ctx));
   std::vector<uint16_t> base_rows(static_cast<size_t>((n_ctx - 1 - first) * ev.nv));
@@ -422,6 +425,7 @@ int perplexity_main(const PplOptions& o) {
     check_ctx(o.ctx);
     if (o.file.empty()) fail("perplexity: no text given (-f FILE)");
   }
+  const DType kv_type = model::parse_kv_type(o.cache_type);
   std::unique_ptr<model::Model> m = model::Model::load(o.model);
   std::unique_ptr<text::Tokenizer> tok = text::Tokenizer::from_gguf(m->file());
   if (tok->add_eos())
@@ -429,7 +433,7 @@ int perplexity_main(const PplOptions& o) {
          "(llama-perplexity refuses such models too)", o.model);
   ThreadPool pool(o.threads);
   Evaluator ev{*m, *tok, pool, m->hparams().n_vocab, padded_row(m->hparams().n_vocab),
-               tok->add_bos() && tok->bos() >= 0};
+               tok->add_bos() && tok->bos() >= 0, kv_type};
 
   BaseFile base;
   std::vector<int32_t> tokens;
@@ -468,6 +472,8 @@ Action setup_perplexity(CLI::App& app) {
   app.add_option("-b,--batch-size", o->batch, "tokens per forward pass")->type_name("INT")->capture_default_str();
   app.add_option("--chunks", o->chunks, "evaluate at most this many chunks (default: all)")->type_name("INT");
   app.add_option("-t,--threads", o->threads, "threads (default: all hardware threads)")->type_name("INT");
+  app.add_option("--cache-type", o->cache_type, "KV cache type, K and V: f16 (llama.cpp's default) or f32")
+      ->check(CLI::IsMember({"f16", "f32"}))->type_name("TYPE")->capture_default_str();
   app.add_option("--kl-divergence-base", o->kl_base,
                  "base log-probabilities file: written by a run without --kl-divergence, read with it "
                  "(llama-perplexity's format)")

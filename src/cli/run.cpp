@@ -37,6 +37,7 @@
 #include "engine/generate.h"
 #include "engine/generation_defaults.h"
 #include "hub/hub.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "sample/sampler.h"
 #include "cli/size_arg.h"
@@ -70,6 +71,7 @@ struct RunOptions {
   std::vector<std::string> stop;
   std::string threads;
   std::string ctx;
+  std::string cache_type = "f16";
   bool json = false;
   bool offline = false;
   bool chat = false;
@@ -100,6 +102,7 @@ float parse_float(const std::string& flag, const std::string& s) {
 struct RunConfig {
   int32_t n_predict = -1;
   int64_t n_ctx = 0;  // 0: default from the model
+  DType kv_type = DType::F16;
   int n_threads = 0;
   int32_t repeat_last_n = 64;  // -1: the context size
   bool seed_given = false;
@@ -115,6 +118,7 @@ RunConfig check_options(const RunOptions& o) {
   if (!o.model.empty() && !o.hf.empty()) fail("run: give either -m FILE or -hf REPO[:QUANT], not both");
   c.n_predict = static_cast<int32_t>(parse_int("-n", o.n_predict, -1, std::numeric_limits<int32_t>::max()));
   if (!o.ctx.empty()) c.n_ctx = parse_int("-c", o.ctx, 1, kMaxCtx);
+  c.kv_type = model::parse_kv_type(o.cache_type);
   if (!o.threads.empty()) c.n_threads = static_cast<int>(parse_int("-t", o.threads, 1, kMaxThreads));
   auto& s = c.sampling;
   s.temperature = parse_float("--temp", o.temp);
@@ -223,7 +227,7 @@ int interactive_chat(const RunOptions& o, const RunConfig& cfg, const model::Mod
   std::fprintf(stderr, "load: %.0f ms (%s, n_ctx %lld)\n", load_ms, path.c_str(), static_cast<long long>(n_ctx));
   std::fprintf(stderr, "chat: type a message; /clear forgets the conversation, /exit quits\n");
   ThreadPool pool(cfg.n_threads);
-  std::unique_ptr<model::KvCache> cache = m.new_cache(n_ctx);
+  std::unique_ptr<model::KvCache> cache = m.new_cache(n_ctx, cfg.kv_type);
   std::vector<text::TokenId> in_cache;  // tokens whose K/V the cache holds, in order
   std::vector<std::pair<std::string, std::string>> turns;
   sample::SamplingParams sp = make_sampling(cfg, tok, m.hparams(), n_ctx);
@@ -323,7 +327,7 @@ int run_main(const RunOptions& o) {
   const model::HParams& hp = m->hparams();
   int64_t n_ctx = cfg.n_ctx;
   if (n_ctx == 0) n_ctx = hp.n_ctx_train > 0 ? std::min(hp.n_ctx_train, kDefaultMaxCtx) : kDefaultMaxCtx;
-  std::unique_ptr<model::KvCache> cache = m->new_cache(n_ctx);
+  std::unique_ptr<model::KvCache> cache = m->new_cache(n_ctx, cfg.kv_type);
   ThreadPool pool(cfg.n_threads);
   const double load_ms = ms_since(t_load);
 
@@ -412,6 +416,8 @@ Action setup_run(CLI::App& app) {
       ->type_name("STR");
   app.add_option("-t,--threads", o->threads, "threads (default: all hardware threads)")->type_name("INT");
   app.add_option("-c,--ctx-size", o->ctx, "context size (default: min(training context, 4096))")->type_name("INT");
+  app.add_option("--cache-type", o->cache_type, "KV cache type, K and V: f16 (llama.cpp's default) or f32")
+      ->check(CLI::IsMember({"f16", "f32"}))->type_name("TYPE")->capture_default_str();
   app.add_option("--quant", o->quant,
                  "quantize a Hugging Face folder's weights at load, in memory: Q8_0, Q4_0, Q4_K_M, Q6_K, ... "
                  "(the types of `ignis quantize`)")

@@ -36,6 +36,7 @@ struct ServeOptions {
   int max_queue = 256;
   int max_batched_tokens = 512;
   int kv_block_size = 16;
+  std::string cache_type = "f16";
   int threads = 0;
   std::string alias;
   bool offline = false;
@@ -61,6 +62,7 @@ int run_serve(const ServeOptions& o) {
   eo.max_queue = o.max_queue;
   eo.max_batched_tokens = o.max_batched_tokens;
   eo.kv_block_size = o.kv_block_size;
+  eo.kv_type = o.cache_type;
   eo.prefix_caching = !o.no_prefix_caching;
   eo.quant = o.quant;
   if (!o.quant.empty()) hf::check_quant_name(o.quant);  // before listening, not in the background load
@@ -149,6 +151,8 @@ Action setup_serve(CLI::App& app) {
   app.add_option("--max-queue", o->max_queue, "waiting requests before answering 429");
   app.add_option("--max-batched-tokens", o->max_batched_tokens, "token budget per engine step");
   app.add_option("--kv-block-size", o->kv_block_size, "tokens per KV cache block");
+  app.add_option("--cache-type", o->cache_type, "KV cache type, K and V: f16 (llama.cpp's default) or f32")
+      ->check(CLI::IsMember({"f16", "f32"}))->capture_default_str();
   app.add_option("-t,--threads", o->threads, "compute threads (0: all cores)");
   app.add_option("--alias", o->alias, "model name reported by /v1/models and accepted in requests");
   app.add_flag("--offline", o->offline, "use only the local cache for -hf");

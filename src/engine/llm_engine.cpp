@@ -184,6 +184,7 @@ class LlmEngine final : public Engine {
 LlmEngine::LlmEngine(const EngineOptions& o) : opts_(o) {
   if (o.model.empty()) fail("no model given");
   if (o.kv_block_size < 1 || o.kv_block_size > 4096) fail("kv block size {} is out of range (1..4096)", o.kv_block_size);
+  const DType kv_type = model::parse_kv_type(o.kv_type);
   if (o.max_seqs < 1 || o.max_seqs > 4096) fail("max_seqs {} is out of range (1..4096)", o.max_seqs);
   if (o.max_queue < 0) fail("max_queue {} must be >= 0", o.max_queue);
   if (o.max_batched_tokens < 1) fail("max_batched_tokens {} must be >= 1", o.max_batched_tokens);
@@ -219,7 +220,7 @@ LlmEngine::LlmEngine(const EngineOptions& o) : opts_(o) {
     if (id < hp.n_vocab) extra_eog_[size_t(id)] = true;
 
   const int64_t kv_width = hp.n_head_kv * hp.head_dim;
-  const uint64_t per_block = PagedKvStore::bytes_per_block(hp.n_layer, kv_width, o.kv_block_size);
+  const uint64_t per_block = PagedKvStore::bytes_per_block(hp.n_layer, kv_width, o.kv_block_size, kv_type);
   const int64_t blocks_per_seq = (info_.n_ctx + o.kv_block_size - 1) / o.kv_block_size;
   int64_t n_blocks;
   if (o.kv_memory_bytes > 0) {
@@ -234,7 +235,7 @@ LlmEngine::LlmEngine(const EngineOptions& o) : opts_(o) {
     fail("KV memory of {} bytes holds {} tokens, less than one sequence of the context size {}; raise --kv-memory or lower -c",
          o.kv_memory_bytes, n_blocks * o.kv_block_size, info_.n_ctx);
   if (n_blocks > INT32_MAX) n_blocks = INT32_MAX;
-  store_ = std::make_unique<PagedKvStore>(int32_t(n_blocks), hp.n_layer, kv_width, o.kv_block_size);
+  store_ = std::make_unique<PagedKvStore>(int32_t(n_blocks), hp.n_layer, kv_width, o.kv_block_size, kv_type);
   SchedulerConfig sc;
   sc.max_batched_tokens = o.max_batched_tokens;
   sc.max_seqs = o.max_seqs;

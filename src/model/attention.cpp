@@ -29,7 +29,7 @@ AttnTileFn pick_kernel(int64_t head_dim) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") != 0;
   }();
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   if (avx512 && head_dim % 16 == 0 && head_dim <= 256) return attend_tile_avx512;
   if (avx2) return attend_tile_avx2;
   return attend_tile_portable;
@@ -48,16 +48,16 @@ void attend_spans(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, 
                   const float* q, float* out) {
   const AttnTileFn kernel = pick_kernel(sh.head_dim);
   const int64_t width = spans[0].cache->kv_width();
-  const int64_t page = spans[0].cache->page_size();
   const int64_t group = sh.n_head / sh.n_head_kv;
   const int64_t d = sh.head_dim;
   const int64_t q_stride = sh.n_head * d;
 
   // Page pointers per span, looked up once per call.
-  std::vector<std::vector<const float*>> k_pages(spans.size()), v_pages(spans.size());
+  std::vector<std::vector<const void*>> k_pages(spans.size()), v_pages(spans.size());
   int64_t n_tiles = 0;
   for (size_t si = 0; si < spans.size(); ++si) {
     const SeqSpan& sp = spans[si];
+    const int64_t page = sp.cache->page_size();  // per span: dense caches of different sizes may share a batch
     const int64_t n_pages = (sp.pos0 + sp.n_tokens + page - 1) / page;
     k_pages[si].resize(n_pages);
     v_pages[si].resize(n_pages);
@@ -96,8 +96,9 @@ void attend_spans(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, 
     t.scale = sh.scale;
     t.k_pages = k_pages[it.span].data();
     t.v_pages = v_pages[it.span].data();
-    t.page = page;
+    t.page = sp.cache->page_size();
     t.width = width;
+    t.kv_f16 = sp.cache->kv_type() == DType::F16;
     t.kv_off = it.kv_head * d;
     t.q = q + row * q_stride + h0 * d;
     t.out = out + row * q_stride + h0 * d;

@@ -143,7 +143,11 @@ void attend(const AttnTile& t, float* scratch) {
   std::fill(o, o + n_vec * d, 0.0f);
   alignas(32) static const float kZeros[kMaxWidth] = {};
   // The row's query vectors in pairs (they share every K and V load), the odd one alone.
-  for_each_chunk_row(t, kZeros, [&](int64_t r, const float* const* kp, const float* const* vp, int nj) {
+  auto widen = [](const uint16_t* src, float* dst, int64_t n) {
+    for (int64_t c = 0; c < n; c += 8)
+      _mm256_store_ps(dst + c, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + c))));
+  };
+  for_each_chunk_row(t, kZeros, attn_chunk_rows(t, scratch), widen, [&](int64_t r, const float* const* kp, const float* const* vp, int nj) {
     const float* q = t.q + r * t.q_stride;
     const int64_t v0 = r * t.n_heads;
     int64_t h = 0;

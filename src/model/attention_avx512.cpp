@@ -133,7 +133,11 @@ void attend(const AttnTile& t, float* scratch) {
   alignas(64) static const float kZeros[256] = {};
   constexpr int kMaxHeads = 64;
   float va[kMaxHeads];
-  for_each_chunk_row(t, kZeros, [&](int64_t r, const float* const* kp, const float* const* vp, int nj) {
+  auto widen = [](const uint16_t* src, float* dst, int64_t) {
+    IGNIS_UNROLL for (int c = 0; c < ND; ++c)
+      _mm512_store_ps(dst + 16 * c, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 16 * c))));
+  };
+  for_each_chunk_row(t, kZeros, attn_chunk_rows(t, scratch), widen, [&](int64_t r, const float* const* kp, const float* const* vp, int nj) {
     const int64_t v0 = r * t.n_heads;
     for (int64_t h0 = 0; h0 < t.n_heads; h0 += kMaxHeads) {
       const int nh = static_cast<int>(std::min<int64_t>(kMaxHeads, t.n_heads - h0));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/fp16.h"
 #include "model/attention_kernel.h"
 
 namespace ignis::model {
@@ -34,6 +35,7 @@ inline void attend_tile_generic(const AttnTile& t, float* scratch) {
   std::fill(l, l + n_vec, 0.0f);
   std::fill(o, o + n_vec * d, 0.0f);
   const int64_t n_kv_max = t.n_kv0 + t.n_rows - 1;
+  float* rows = attn_chunk_rows(t, scratch);  // the chunk's f16 K and V rows, widened
   const float* kp[kAttnChunk];
   const float* vp[kAttnChunk];
   float s[kAttnChunk];
@@ -41,8 +43,19 @@ inline void attend_tile_generic(const AttnTile& t, float* scratch) {
     const int64_t n_chunk = std::min<int64_t>(kAttnChunk, n_kv_max - j0);
     for (int64_t i = 0; i < n_chunk; ++i) {
       const int64_t j = j0 + i;
-      kp[i] = t.k_pages[j / t.page] + (j % t.page) * t.width + t.kv_off;
-      vp[i] = t.v_pages[j / t.page] + (j % t.page) * t.width + t.kv_off;
+      const int64_t e0 = (j % t.page) * t.width + t.kv_off;
+      if (!t.kv_f16) {
+        kp[i] = static_cast<const float*>(t.k_pages[j / t.page]) + e0;
+        vp[i] = static_cast<const float*>(t.v_pages[j / t.page]) + e0;
+        continue;
+      }
+      const uint16_t* kh = static_cast<const uint16_t*>(t.k_pages[j / t.page]) + e0;
+      const uint16_t* vh = static_cast<const uint16_t*>(t.v_pages[j / t.page]) + e0;
+      float* kr = rows + i * d;
+      float* vr = rows + (kAttnChunk + i) * d;
+      for (int64_t e = 0; e < d; ++e) kr[e] = f16_to_f32(kh[e]), vr[e] = f16_to_f32(vh[e]);
+      kp[i] = kr;
+      vp[i] = vr;
     }
     for (int64_t r = 0; r < t.n_rows; ++r) {
       const int64_t n_kv = t.n_kv0 + r;

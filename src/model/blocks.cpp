@@ -183,13 +183,22 @@ void qkv_rope(ThreadPool& pool, const QkvWeights& w, const RopeTable& rope, floa
 }
 
 void kv_store(KvCache& cache, int64_t il, int64_t pos0, int64_t n_tokens, const float* k, const float* v) {
+  const F16RowFn to_f16 = elementwise_kernels().f16_row;
+  const bool f16 = cache.kv_type() == DType::F16;
   const int64_t width = cache.kv_width();
   const int64_t page = cache.page_size();
   for (int64_t t = 0; t < n_tokens; ++t) {
     const int64_t pos = pos0 + t;
     const int64_t row = pos % page;
-    std::memcpy(cache.k_page(il, pos / page) + row * width, k + t * width, width * sizeof(float));
-    std::memcpy(cache.v_page(il, pos / page) + row * width, v + t * width, width * sizeof(float));
+    void* kd = cache.k_page(il, pos / page);
+    void* vd = cache.v_page(il, pos / page);
+    if (f16) {
+      to_f16(k + t * width, width, static_cast<uint16_t*>(kd) + row * width);
+      to_f16(v + t * width, width, static_cast<uint16_t*>(vd) + row * width);
+    } else {
+      std::memcpy(static_cast<float*>(kd) + row * width, k + t * width, width * sizeof(float));
+      std::memcpy(static_cast<float*>(vd) + row * width, v + t * width, width * sizeof(float));
+    }
   }
 }
 

@@ -101,7 +101,8 @@ struct QkvWeights {
 void qkv_rope(ThreadPool& pool, const QkvWeights& w, const RopeTable& rope, float eps, const float* x,
               int64_t n_tokens, int64_t n_head, int64_t n_head_kv, float* q, float* k, float* v);
 
-// Copies K and V rows [n_tokens, kv_width] of positions pos0.. into layer il of the cache.
+// Stores K and V rows [n_tokens, kv_width] f32 of positions pos0.. into layer il of the cache, rounded
+// to f16 when that is its type.
 void kv_store(KvCache& cache, int64_t il, int64_t pos0, int64_t n_tokens, const float* k, const float* v);
 
 struct AttentionShape {

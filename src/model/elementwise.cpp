@@ -1,6 +1,7 @@
 // Portable row kernels of elementwise_kernel.h (the plain formulas) and the run-time choice of ISA.
 #include <cmath>
 
+#include "core/fp16.h"
 #include "model/elementwise_kernel.h"
 
 namespace ignis::model {
@@ -43,10 +44,14 @@ void rope_heads_portable(const RopeRow& r, const float* src, const float* bias, 
   }
 }
 
+void f16_row_portable(const float* x, int64_t n, uint16_t* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f32_to_f16(x[i]);
+}
+
 }  // namespace
 
 const ElementwiseKernels& elementwise_kernels_portable() {
-  static const ElementwiseKernels k{rms_norm_row_portable, swiglu_row_portable, rope_heads_portable};
+  static const ElementwiseKernels k{rms_norm_row_portable, swiglu_row_portable, rope_heads_portable, f16_row_portable};
   return k;
 }
 
@@ -58,7 +63,7 @@ bool elementwise_avx512_supported() {
 
 bool elementwise_avx2_supported() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 }
 
 const ElementwiseKernels& elementwise_kernels() {

@@ -103,10 +103,22 @@ void rope_heads_avx2(const RopeRow& r, const float* src, const float* bias, int6
   }
 }
 
+void f16_row_avx2(const float* x, int64_t n, uint16_t* y) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  if (i == n) return;
+  alignas(32) float tmp[8] = {};
+  alignas(16) uint16_t out[8];
+  for (int64_t j = i; j < n; ++j) tmp[j - i] = x[j];
+  _mm_store_si128(reinterpret_cast<__m128i*>(out), _mm256_cvtps_ph(_mm256_load_ps(tmp), _MM_FROUND_TO_NEAREST_INT));
+  for (int64_t j = i; j < n; ++j) y[j] = out[j - i];
+}
+
 }  // namespace
 
 const ElementwiseKernels& elementwise_kernels_avx2() {
-  static const ElementwiseKernels k{rms_norm_row_avx2, swiglu_row_avx2, rope_heads_avx2};
+  static const ElementwiseKernels k{rms_norm_row_avx2, swiglu_row_avx2, rope_heads_avx2, f16_row_avx2};
   return k;
 }
 

@@ -109,10 +109,17 @@ void rope_heads_avx512(const RopeRow& r, const float* src, const float* bias, in
   }
 }
 
+void f16_row_avx512(const float* x, int64_t n, uint16_t* y) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+}
+
 }  // namespace
 
 const ElementwiseKernels& elementwise_kernels_avx512() {
-  static const ElementwiseKernels k{rms_norm_row_avx512, swiglu_row_avx512, rope_heads_avx512};
+  static const ElementwiseKernels k{rms_norm_row_avx512, swiglu_row_avx512, rope_heads_avx512, f16_row_avx512};
   return k;
 }
 

@@ -1,5 +1,5 @@
-// Row kernels of the elementwise blocks (blocks.h: rms_norm, swiglu_ffn, RopeTable, qkv_rope): RMSNorm of
-// one row, SiLU(gate) * up of one row, RoPE of the heads of one token. Each has a portable version (the
+// Row kernels of the elementwise blocks (blocks.h: rms_norm, swiglu_ffn, RopeTable, qkv_rope, kv_store):
+// RMSNorm of one row, SiLU(gate) * up of one row, RoPE of the heads of one token, a row rounded to f16. Each has a portable version (the
 // plain formula, the reference the others are tested against), an AVX2 + FMA one and an AVX-512 one;
 // elementwise_kernels() picks the set once for the CPU it runs on.
 //
@@ -34,14 +34,19 @@ struct RopeRow {
 // n_rot on are copied). dst may equal src.
 using RopeHeadsFn = void (*)(const RopeRow& r, const float* src, const float* bias, int64_t n_heads, float* dst);
 
+// y[i] = x[i] rounded to f16 (IEEE half bits), to nearest even (core/fp16.h f32_to_f16; the F16C
+// conversions round the same way).
+using F16RowFn = void (*)(const float* x, int64_t n, uint16_t* y);
+
 struct ElementwiseKernels {
   RmsNormRowFn rms_norm_row;
   SwigluRowFn swiglu_row;
   RopeHeadsFn rope_heads;
+  F16RowFn f16_row;
 };
 
-// The kernels for this CPU: AVX-512 when it has AVX-512 F/BW/VL/DQ, else AVX2 when it has AVX2 and
-// FMA, else portable.
+// The kernels for this CPU: AVX-512 when it has AVX-512 F/BW/VL/DQ, else AVX2 when it has AVX2, FMA
+// and F16C, else portable.
 const ElementwiseKernels& elementwise_kernels();
 const ElementwiseKernels& elementwise_kernels_portable();
 const ElementwiseKernels& elementwise_kernels_avx2();    // call only when elementwise_avx2_supported()

@@ -80,8 +80,8 @@ TransformerModel::ActivationsLease TransformerModel::activations(int64_t n_token
   return ActivationsLease(a.release(), ActivationsReturn{this});
 }
 
-std::unique_ptr<KvCache> TransformerModel::new_cache(int64_t n_ctx) const {
-  return std::make_unique<DenseKvCache>(hp_.n_layer, hp_.n_head_kv * hp_.head_dim, n_ctx);
+std::unique_ptr<KvCache> TransformerModel::new_cache(int64_t n_ctx, DType kv_type) const {
+  return std::make_unique<DenseKvCache>(hp_.n_layer, hp_.n_head_kv * hp_.head_dim, n_ctx, kv_type);
 }
 
 void TransformerModel::forward(KvCache& cache, std::span<const int32_t> tokens, float* logits, bool all_logits,

@@ -83,7 +83,8 @@ class TransformerModel : public Model {
   const HParams& hparams() const override { return hp_; }
   const gguf::GgufFile& file() const override { return *file_; }
   std::shared_ptr<const gguf::GgufFile> file_ptr() const override { return file_; }
-  std::unique_ptr<KvCache> new_cache(int64_t n_ctx) const override;
+  using Model::new_cache;
+  std::unique_ptr<KvCache> new_cache(int64_t n_ctx, DType kv_type) const override;
   void forward(KvCache& cache, std::span<const int32_t> tokens, float* logits, bool all_logits,
                ThreadPool& pool) const final;
   void forward_batch(std::span<SeqBatch> seqs, ThreadPool& pool) const final;

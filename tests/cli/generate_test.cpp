@@ -23,8 +23,9 @@ class FakeCache : public ignis::model::KvCache {
   int64_t n_layer() const override { return 0; }
   int64_t kv_width() const override { return 0; }
   int64_t page_size() const override { return n_ctx_; }
-  float* k_page(int64_t, int64_t) override { return nullptr; }
-  float* v_page(int64_t, int64_t) override { return nullptr; }
+  ignis::DType kv_type() const override { return ignis::DType::F16; }
+  void* k_page(int64_t, int64_t) override { return nullptr; }
+  void* v_page(int64_t, int64_t) override { return nullptr; }
   void advance(int64_t n) override { n_past_ += n; }
 
  private:
@@ -44,7 +45,8 @@ class FakeModel : public ignis::model::Model {
   const ignis::model::HParams& hparams() const override { return hp_; }
   const ignis::gguf::GgufFile& file() const override { throw ignis::Error("fake model has no file"); }
   std::shared_ptr<const ignis::gguf::GgufFile> file_ptr() const override { return nullptr; }
-  std::unique_ptr<ignis::model::KvCache> new_cache(int64_t n_ctx) const override {
+  using ignis::model::Model::new_cache;
+  std::unique_ptr<ignis::model::KvCache> new_cache(int64_t n_ctx, ignis::DType) const override {
     return std::make_unique<FakeCache>(n_ctx);
   }
   void forward(ignis::model::KvCache& cache, std::span<const TokenId> tokens, float* logits, bool,

@@ -58,7 +58,7 @@ inline nlohmann::json hf_golden(const std::string& name, const std::string& kind
 // All logits of `tokens` run as one sequence: [tokens.size(), n_vocab].
 inline std::vector<float> all_logits(const model::Model& m, const std::vector<int32_t>& tokens) {
   ThreadPool pool(2);
-  auto cache = m.new_cache(static_cast<int64_t>(tokens.size()));
+  auto cache = m.new_cache(static_cast<int64_t>(tokens.size()), DType::F32);  // torch keeps K/V in f32
   std::vector<float> logits(tokens.size() * static_cast<size_t>(m.hparams().n_vocab));
   m.forward(*cache, tokens, logits.data(), true, pool);
   return logits;

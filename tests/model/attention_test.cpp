@@ -1,5 +1,5 @@
 // The tiled attention kernels (attention_kernel.h) against a naive float64 softmax attention, per ISA
-// path this CPU has, over head widths with and without 16-lane tails, chunk tails (positions not a
+// path this CPU has and per cache type (f16 and f32 pages), over head widths with and without 16-lane tails, chunk tails (positions not a
 // multiple of 16), pages that cut chunks, several query heads per tile, and score ranges that
 // overflow a naive exp; and tile invariance: a row's output is bit-identical whatever tile holds it.
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "core/fp16.h"
 #include "model/attention_kernel.h"
 
 namespace ignis::model::test {
@@ -32,22 +33,35 @@ std::vector<Kernel> kernels() {
   return k;
 }
 
-// K/V of one KV head at kv_off inside rows of `width`, in pages handed out in reverse order.
+// K/V of one KV head at kv_off inside rows of `width`, as f16 (the cache's default) or f32, in pages
+// handed out in reverse order (unused rows NaN).
 struct Pages {
-  std::vector<std::vector<float>> k, v;
-  std::vector<const float*> kp, vp;
-  Pages(const std::vector<float>& keys, const std::vector<float>& vals, int64_t n, int64_t width, int64_t page) {
+  bool f16;
+  std::vector<std::vector<uint16_t>> k16, v16;
+  std::vector<std::vector<float>> k32, v32;
+  std::vector<const void*> kp, vp;
+  Pages(const std::vector<float>& keys, const std::vector<float>& vals, int64_t n, int64_t width, int64_t page,
+        bool f16_pages = true)
+      : f16(f16_pages) {
     const int64_t n_pages = (n + page - 1) / page;
-    k.assign(n_pages, std::vector<float>(page * width, NAN));
-    v = k;
+    k16.assign(f16 ? n_pages : 0, std::vector<uint16_t>(page * width, 0x7e00));
+    v16 = k16;
+    k32.assign(f16 ? 0 : n_pages, std::vector<float>(page * width, NAN));
+    v32 = k32;
     for (int64_t j = 0; j < n; ++j)
       for (int64_t e = 0; e < width; ++e) {
-        k[n_pages - 1 - j / page][(j % page) * width + e] = keys[j * width + e];
-        v[n_pages - 1 - j / page][(j % page) * width + e] = vals[j * width + e];
+        const int64_t pg = n_pages - 1 - j / page, at = (j % page) * width + e;
+        if (f16) {
+          k16[pg][at] = f32_to_f16(keys[j * width + e]);
+          v16[pg][at] = f32_to_f16(vals[j * width + e]);
+        } else {
+          k32[pg][at] = keys[j * width + e];
+          v32[pg][at] = vals[j * width + e];
+        }
       }
     for (int64_t p = 0; p < n_pages; ++p) {
-      kp.push_back(k[n_pages - 1 - p].data());
-      vp.push_back(v[n_pages - 1 - p].data());
+      kp.push_back(f16 ? static_cast<const void*>(k16[n_pages - 1 - p].data()) : k32[n_pages - 1 - p].data());
+      vp.push_back(f16 ? static_cast<const void*>(v16[n_pages - 1 - p].data()) : v32[n_pages - 1 - p].data());
     }
   }
 };
@@ -66,8 +80,9 @@ struct Problem {
     keys.resize(n_kv_max * width);
     vals.resize(keys.size());
     q.resize(c.n_rows * q_stride);
-    for (float& x : keys) x = nd(rng) * spread;
-    for (float& x : vals) x = nd(rng);
+    // K and V hold f16 values, so the naive reference sees what the kernels read.
+    for (float& x : keys) x = f16_to_f32(f32_to_f16(nd(rng) * spread));
+    for (float& x : vals) x = f16_to_f32(f32_to_f16(nd(rng)));
     for (float& x : q) x = nd(rng);
   }
   AttnTile tile(const Pages& p, float* out, int64_t row0, int64_t n_rows) const {
@@ -76,6 +91,7 @@ struct Problem {
     t.scale = c.scale;
     t.k_pages = p.kp.data();
     t.v_pages = p.vp.data();
+    t.kv_f16 = p.f16;
     t.page = c.page;
     t.width = width;
     t.kv_off = kv_off;
@@ -135,13 +151,31 @@ const Case kCases[] = {
 TEST(AttentionKernel, MatchesNaiveSoftmaxPerIsa) {
   uint32_t seed = 1;
   for (const Case& c : kCases)
+    for (const Kernel& k : kernels())
+      for (const bool f16 : {true, false}) {
+        if (k.wide_only && c.head_dim % 16 != 0) continue;
+        const Problem pb(c, seed++, 1.0f);
+        const Pages pages(pb.keys, pb.vals, pb.n_kv_max, pb.width, c.page, f16);
+        std::vector<float> out(c.n_rows * pb.q_stride, 0.0f);
+        run(k.fn, pb.tile(pages, out.data(), 0, c.n_rows));
+        EXPECT_LT(max_error(pb, out), 2e-6) << k.name << (f16 ? " f16" : " f32") << " head_dim " << c.head_dim
+                                            << " n_kv0 " << c.n_kv0;
+      }
+}
+
+// The f16 pages are widened exactly: on the same values, f16 and f32 pages give the same bits.
+TEST(AttentionKernel, F16PagesGiveTheBitsOfF32PagesHoldingTheSameValues) {
+  uint32_t seed = 100;
+  for (const Case& c : kCases)
     for (const Kernel& k : kernels()) {
       if (k.wide_only && c.head_dim % 16 != 0) continue;
       const Problem pb(c, seed++, 1.0f);
-      const Pages pages(pb.keys, pb.vals, pb.n_kv_max, pb.width, c.page);
-      std::vector<float> out(c.n_rows * pb.q_stride, 0.0f);
-      run(k.fn, pb.tile(pages, out.data(), 0, c.n_rows));
-      EXPECT_LT(max_error(pb, out), 2e-6) << k.name << " head_dim " << c.head_dim << " n_kv0 " << c.n_kv0;
+      const Pages p16(pb.keys, pb.vals, pb.n_kv_max, pb.width, c.page, true);
+      const Pages p32(pb.keys, pb.vals, pb.n_kv_max, pb.width, c.page, false);
+      std::vector<float> a(c.n_rows * pb.q_stride, 0.0f), b(a.size(), 0.0f);
+      run(k.fn, pb.tile(p16, a.data(), 0, c.n_rows));
+      run(k.fn, pb.tile(p32, b.data(), 0, c.n_rows));
+      EXPECT_EQ(a, b) << k.name << " head_dim " << c.head_dim << " n_kv0 " << c.n_kv0;
     }
 }
 

@@ -6,6 +6,7 @@
 #include <random>
 #include <utility>
 
+#include "core/fp16.h"
 #include "model/blocks.h"
 #include "model/kv_cache.h"
 #include "model_test_util.h"
@@ -82,7 +83,7 @@ class ScatteredCache final : public KvCache {
  public:
   ScatteredCache(int64_t n_layer, int64_t kv_width, int64_t page_size, int64_t n_pages)
       : n_layer_(n_layer), width_(kv_width), page_(page_size), n_pages_(n_pages) {
-    for (int64_t i = 0; i < n_layer * n_pages * 2; ++i) blocks_.emplace_back(page_size * kv_width, NAN);
+    for (int64_t i = 0; i < n_layer * n_pages * 2; ++i) blocks_.emplace_back(page_size * kv_width, uint16_t{0x7e00});  // NaN
     for (int64_t p = 0; p < n_pages; ++p) order_.push_back((p * 7 + 3) % n_pages);  // n_pages coprime to 7
   }
   int64_t n_ctx() const override { return page_ * n_pages_; }
@@ -91,13 +92,14 @@ class ScatteredCache final : public KvCache {
   int64_t n_layer() const override { return n_layer_; }
   int64_t kv_width() const override { return width_; }
   int64_t page_size() const override { return page_; }
-  float* k_page(int64_t il, int64_t p) override { return blocks_[(il * n_pages_ + order_[p]) * 2].data(); }
-  float* v_page(int64_t il, int64_t p) override { return blocks_[(il * n_pages_ + order_[p]) * 2 + 1].data(); }
+  DType kv_type() const override { return DType::F16; }
+  void* k_page(int64_t il, int64_t p) override { return blocks_[(il * n_pages_ + order_[p]) * 2].data(); }
+  void* v_page(int64_t il, int64_t p) override { return blocks_[(il * n_pages_ + order_[p]) * 2 + 1].data(); }
   void advance(int64_t n) override { n_past_ += n; }
 
  private:
   int64_t n_layer_, width_, page_, n_pages_, n_past_ = 0;
-  std::vector<std::vector<float>> blocks_;
+  std::vector<std::vector<uint16_t>> blocks_;
   std::vector<int64_t> order_;
 };
 
@@ -110,8 +112,11 @@ TEST(Attention, PagedCacheMatchesNaiveSoftmaxAttention) {
   for (int threads : {1, 2, 3}) {
     const int64_t pos0 = 9, n = pos0 + n_tokens;
     ScatteredCache cache(1, width, 4, 4);
-    const std::vector<float> k = randn(n * width, 4), v = randn(n * width, 5), q = randn(n_tokens * n_q, 6);
+    std::vector<float> k = randn(n * width, 4), v = randn(n * width, 5);
+    const std::vector<float> q = randn(n_tokens * n_q, 6);
     kv_store(cache, 0, 0, n, k.data(), v.data());
+    for (float* x : {k.data(), v.data()})  // the reference uses what the f16 cache holds
+      for (int64_t i = 0; i < n * width; ++i) x[i] = f16_to_f32(f32_to_f16(x[i]));
     ThreadPool pool(threads);
     std::vector<float> out(n_tokens * n_q);
     attention(pool, cache, 0, sh, q.data(), n_tokens, pos0, out.data());

@@ -1,5 +1,6 @@
-// The row kernels of elementwise_kernel.h (RMSNorm, SwiGLU, RoPE), portable, AVX2 and AVX-512, against
-// their formulas evaluated in double on random rows whose lengths leave vector tails; and the accuracy
+// The row kernels of elementwise_kernel.h (RMSNorm, SwiGLU, RoPE, f16 rounding), portable, AVX2 and
+// AVX-512, against their formulas evaluated in double on random rows whose lengths leave vector tails
+// (f16: the nearest half, ties to even, from the half's bits decoded here); and the accuracy
 // of the vector exponentials (exp512 of vec_math_avx512.h, the AVX2 kernels' exp256).
 #include <gtest/gtest.h>
 
@@ -197,6 +198,68 @@ void expect_exp_edge_cases(ExpFn exp_fn) {
   float ys = 0;
   exp_fn(&xs, 1, &ys);
   EXPECT_EQ(ys, static_cast<float>(std::exp(-100.0)));
+}
+
+// Inputs for the f16 row kernel: normal values over the whole f16 range, subnormal results, exact ties
+// between neighbouring halves (both parities) and values that round to infinity.
+std::vector<float> f16_inputs() {
+  std::vector<float> x = randn(1001, 7, 3.0f);
+  std::mt19937 rng(8);
+  std::uniform_real_distribution<float> e(-26.0f, 16.5f);
+  for (int i = 0; i < 2000; ++i) x.push_back((i % 2 ? -1.0f : 1.0f) * std::exp2(e(rng)));
+  for (float base : {1.0f, 0.1f, 1000.0f, 6.1e-5f, 3.0e-7f}) {
+    const float h = std::ldexp(1.0f, std::ilogb(base) - 10 < -24 ? -24 : std::ilogb(base) - 10);  // f16 ulp
+    for (int k = 0; k < 8; ++k) x.push_back(base + (k + 0.5f) * h);  // exact ties
+  }
+  for (float v : {65504.0f, 65519.0f, 65520.0f, 1e6f, -65520.0f, 0.0f, -0.0f, 2.98e-8f, 2.99e-8f, 6.0e-8f})
+    x.push_back(v);
+  return x;
+}
+
+// The f16 value of bits h as a double (independent of core/fp16.h).
+double half_value(uint16_t h) {
+  const int e = (h >> 10) & 31, m = h & 1023;
+  const double v = e == 0 ? std::ldexp(m, -24) : e == 31 ? std::numeric_limits<double>::infinity()
+                                                         : std::ldexp(1024 + m, e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+TEST(ElementwiseKernels, F16RowRoundsToNearestEven) {
+  const std::vector<float> x = f16_inputs();
+  for (const KernelSet& ks : kernel_sets()) {
+    for (const int64_t n : kSizes) {
+      if (n > static_cast<int64_t>(x.size())) continue;
+      std::vector<uint16_t> y(n + 1, 0xabcd);
+      ks.k->f16_row(x.data(), n, y.data());
+      ASSERT_EQ(y[n], 0xabcd) << ks.name << ": wrote past n = " << n;
+    }
+    std::vector<uint16_t> y(x.size());
+    ks.k->f16_row(x.data(), static_cast<int64_t>(x.size()), y.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double v = x[i], a = std::fabs(v);
+      const uint16_t h = y[i];
+      ASSERT_EQ(h >> 15, std::signbit(x[i]) ? 1 : 0) << ks.name << " x=" << x[i];
+      const uint16_t mag = h & 0x7fff;
+      if (a >= 65520.0) {
+        ASSERT_EQ(mag, 0x7c00) << ks.name << " x=" << x[i] << " must round to infinity";
+        continue;
+      }
+      ASSERT_LT(mag, 0x7c00) << ks.name << " x=" << x[i];
+      const double got = std::fabs(half_value(mag)), err = std::fabs(got - a);
+      const double below = mag > 0 ? std::fabs(half_value(mag - 1)) : -1.0;
+      const double above = std::fabs(half_value(mag + 1));
+      if (mag > 0) {
+        ASSERT_LE(err, a - below) << ks.name << " x=" << x[i];
+      }
+      if (mag + 1 < 0x7c00) {
+        ASSERT_LE(err, above - a) << ks.name << " x=" << x[i];
+      }
+      const bool tie = (mag > 0 && err == a - below) || (mag + 1 < 0x7c00 && err == above - a);
+      if (tie && err > 0) {
+        ASSERT_EQ(mag & 1, 0) << ks.name << " x=" << x[i] << ": a tie goes to the even half";
+      }
+    }
+  }
 }
 
 TEST(Exp512, WithinTwoUlpOnTheFullRange) {

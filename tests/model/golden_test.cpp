@@ -51,7 +51,7 @@ class Golden : public ::testing::TestWithParam<std::string> {
     ASSERT_EQ(want.size(), tokens.size());
     const int64_t n_vocab = model_->hparams().n_vocab;
     ThreadPool pool(2);
-    auto cache = model_->new_cache(static_cast<int64_t>(tokens.size()));
+    auto cache = model_->new_cache(static_cast<int64_t>(tokens.size()), DType::F32);  // the references keep K/V in f32
     std::vector<float> got(tokens.size() * n_vocab);
     model_->forward(*cache, tokens, got.data(), true, pool);
     float worst = 0;

@@ -45,6 +45,7 @@ expect_error "--frequency-penalty" "${M[@]}" -p hi --frequency-penalty inf
 expect_error "--seed"            "${M[@]}" -p hi --seed -5
 expect_error "-c"                "${M[@]}" -p hi -c 0
 expect_error "-c"                "${M[@]}" -p hi -c 999999999999
+expect_error "--cache-type"      "${M[@]}" -p hi --cache-type q8_0
 expect_error "-t"                "${M[@]}" -p hi -t 0
 expect_error "-t"                "${M[@]}" -p hi -t -4
 expect_error "--stop"            "${M[@]}" -p hi --stop ""
