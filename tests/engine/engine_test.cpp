@@ -88,6 +88,15 @@ TEST(Engine, PreemptionUnderMemoryPressureRecomputesAndNeverFails) {
   for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(out[i].token_ids, alone[i]) << kPrompts[i];
 }
 
+void expect_load_error(const ignis::EngineOptions& o, const std::string& words) {
+  try {
+    ignis::Engine::load(o);
+    ADD_FAILURE() << "loaded; expected an error containing " << words;
+  } catch (const ignis::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+}
+
 // The KV cache type: f32 holds each block's tokens in twice the bytes of f16 (the default), so the same
 // memory holds half the tokens; an unknown type is refused by name. On the stories model the two
 // caches give the same greedy text (its goldens are f32).
@@ -99,23 +108,13 @@ TEST(Engine, KvCacheTypeSetsBytesPerToken) {
   o.kv_memory_bytes = 640 * 512;  // 512 tokens of f16 (5 layers * 2 * 32 * 2 bytes)
   auto f16 = ignis::Engine::load(o);
   o.kv_type = "f32";
-  try {
-    ignis::Engine::load(o);
-    FAIL() << "512 f32 tokens cannot fit in 327,680 bytes";
-  } catch (const ignis::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("holds 256 tokens"), std::string::npos) << e.what();
-  }
+  expect_load_error(o, "holds 256 tokens");  // 512 f32 tokens do not fit in 327,680 bytes
   o.kv_memory_bytes *= 2;
   auto f32 = ignis::Engine::load(o);
   const std::vector<std::string> p = {kPrompts[0]};
   EXPECT_EQ(f16->generate(p, greedy(40))[0].token_ids, f32->generate(p, greedy(40))[0].token_ids);
   o.kv_type = "q8_0";
-  try {
-    ignis::Engine::load(o);
-    FAIL() << "q8_0 is not a KV cache type";
-  } catch (const ignis::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'q8_0'"), std::string::npos) << e.what();
-  }
+  expect_load_error(o, "'q8_0'");
 }
 
 TEST(Engine, CancelFreesTheBlocks) {
