@@ -108,6 +108,9 @@ std::vector<Case> cases() {
     v.push_back({t, 1536, 32, 6});
     v.push_back({t, 512, 20, 7});  // 3 tokens left over after a group of 4
     v.push_back({t, 4864, 17, 1});
+    // AMX's 64-token groups (Q4_K on a CPU with AMX), with tokens and rows left over.
+    v.push_back({t, 256, 17, 80});
+    v.push_back({t, 1536, 33, 137});
   }
   return v;
 }
@@ -122,8 +125,8 @@ TEST(PackedAmx, PrefillKernelsPresentWhereTheCpuHasAmx) {
   const char* env = std::getenv("IGNIS_AMX");
   if (best_isa() != Isa::kAvx512 || !amx_supported() || (env && std::string(env) == "0"))
     GTEST_SKIP() << "no AMX-INT8 here (or IGNIS_AMX=0)";
-  for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) EXPECT_NE(packed_kernels(t).dott, nullptr) << dtype_name(t);
-  for (DType t : {DType::Q4_K, DType::Q6_K, DType::F16}) EXPECT_EQ(packed_kernels(t).dott, nullptr) << dtype_name(t);
+  for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K}) EXPECT_NE(packed_kernels(t).dott, nullptr) << dtype_name(t);
+  for (DType t : {DType::Q6_K, DType::F16}) EXPECT_EQ(packed_kernels(t).dott, nullptr) << dtype_name(t);
 }
 
 TEST(PackedFused, EqualsSeparateProductsAndRefusesMisfits) {

@@ -169,16 +169,17 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
   const size_t act_row = packed_act_row_bytes(w.type, w.n_in);
   // AMX (prefill of 32-element types): the activations' scales also go to a block-major table.
   const bool amx = k.dott && n_tokens >= kAmxTokens;
+  const bool amx_table = amx && dtype_traits(w.type)->block_size == 32;  // the K-quant kernel reads the rows' own scales
   thread_local std::vector<uint8_t> act_buf, table_buf;
   uint8_t* table = nullptr;
-  if (amx) {
+  if (amx_table) {
     const size_t need = amx_table_bytes(nb, n_tokens) + 64;
     if (table_buf.size() < need) table_buf.resize(need);
     table = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(table_buf.data()) + 63) & ~uintptr_t{63});
   }
   const uint8_t* xb = convert_rows(pool, n_tokens, act_row, act_buf, [&](int64_t t, uint8_t* dst) {
     pack_activation(w.type, x + t * w.n_in, w.n_in, dst);
-    if (amx) amx_table_column(dst, nb, t, table);
+    if (amx_table) amx_table_column(dst, nb, t, table);
   });
   // F16 keeps its row-major layout: a "group" is 16 consecutive rows.
   const size_t group_bytes = f16 ? static_cast<size_t>(w.n_in) * 2 * kPackRows : packed_group_bytes(w.type, w.n_in);
@@ -196,7 +197,7 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
     run_tiles(
         pool, n_groups, 1, group_bytes, n_tokens, act_row, kAmxTokens, k.n_multi,
         [&](int64_t g, int64_t t) {
-          k.dott(nb, wb + g * group_bytes, xb + t * act_row, act_row, table + (t / kAmxTileTokens) * tile_table,
+          k.dott(nb, wb + g * group_bytes, xb + t * act_row, act_row, table ? table + (t / kAmxTileTokens) * tile_table : nullptr,
                  y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
         },
         dotn, dot1);

@@ -112,7 +112,8 @@ class PackedStore {
 using PackedDotFn = void (*)(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                              int64_t out_stride, int n_rows);
 // The AMX kernels' form: kAmxTokens tokens, with `scales` the tokens' block-major scale table (made
-// by amx_table_column from their activation rows, starting at the table entry of the first token).
+// by amx_table_column from their activation rows, starting at the table entry of the first token) for
+// the 32-element types; null for Q4_K, whose kernel reads each row's super-block scales itself.
 using PackedTileDotFn = void (*)(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride,
                                  const uint8_t* scales, float* out, int64_t out_stride, int n_rows);
 // Two row groups (the second at group + group_bytes; n_groups = 1 for a last odd group) x n_pair tokens;
@@ -162,9 +163,9 @@ PackedKernels packed_kernels(DType t);
 PackedKernels packed_kernels_avx512(DType t);  // only call when AVX-512 is supported
 PackedKernels packed_kernels_avx2(DType t);    // only call when AVX2 is supported
 // True if the CPU has AMX-INT8 and the OS granted this process the tile state (asked for on the first
-// call). packed_kernels uses AMX for Q4_0, Q5_0 and Q8_0 prefill when this holds, unless IGNIS_AMX=0.
+// call). packed_kernels uses AMX for Q4_0, Q5_0, Q8_0 and Q4_K prefill when this holds, unless IGNIS_AMX=0.
 bool amx_supported();
-// packed_kernels_avx512(t) with AMX-INT8 dott for Q4_0, Q5_0, Q8_0 (packed_amx.cpp); only call when
+// packed_kernels_avx512(t) with AMX-INT8 dott for Q4_0, Q5_0, Q8_0, Q4_K (packed_amx.cpp); only call when
 // amx_supported().
 PackedKernels packed_kernels_amx(DType t);
 // y[i] = x[i] rounded to the nearest f16 (ties to even), as f32: F16 products' activations.
