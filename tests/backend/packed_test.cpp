@@ -87,7 +87,7 @@ std::vector<Case> cases() {
   }
   // Tiles larger than the weight slice a token group re-reads from cache (the output head's shape).
   v.push_back({DType::Q4_0, 896, 9001, 11});
-  // Prefill-sized calls: AMX's 64-token groups where the CPU has AMX (then the AVX-512 6-token kernel
+  // Prefill-sized calls: AMX's 16-token tiles where the CPU has AMX (then the AVX-512 6-token kernel
   // and the one-token kernel for the rest), one and two blocks per row, row counts off the groups.
   for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
     v.push_back({t, 32, 17, 80});
@@ -95,6 +95,9 @@ std::vector<Case> cases() {
     v.push_back({t, 896, 40, 64});
   }
   v.push_back({DType::Q8_0, 1536, 18, 130});
+  // More tokens than one AMX token block holds at this row length (6 KB of activations per token): a
+  // call with many tiles, then a short block's few tiles and its leftover tokens.
+  v.push_back({DType::Q8_0, 4864, 17, 200});
   // F16 keeps its layout (zero-copy view); odd row lengths exercise the masked tail; tokens in a
   // multi-token group and left over (AVX-512 takes 6 at a time, AVX2 3).
   for (int64_t n : {16, 100, 896}) v.push_back({DType::F16, n, 21, n == 100 ? 9 : 7});
@@ -108,7 +111,7 @@ std::vector<Case> cases() {
     v.push_back({t, 1536, 32, 6});
     v.push_back({t, 512, 20, 7});  // 3 tokens left over after a group of 4
     v.push_back({t, 4864, 17, 1});
-    // AMX's 64-token groups (Q4_K on a CPU with AMX), with tokens and rows left over.
+    // AMX tiles (Q4_K on a CPU with AMX), with tokens and rows left over.
     v.push_back({t, 256, 17, 80});
     v.push_back({t, 1536, 33, 137});
   }

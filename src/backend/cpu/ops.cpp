@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <limits>
 #include <vector>
 
 #include "backend/cpu/kernels.h"
@@ -25,6 +26,14 @@ namespace {
 constexpr int64_t kRowTile = 16;
 constexpr int64_t kTilesPerThread = 8;
 constexpr size_t kActCacheBytes = 256 * 1024;
+// NOTE (AMX token blocks): an AMX call unpacks its row group's weights into B tiles once for all the
+// tiles of 16 tokens it is given, so it takes the whole token block, and the block may hold 1 MB of
+// activations (the Xeons with AMX have 2 MB of L2 per core). The former fixed 64-token calls spent
+// 16-18% of the kernel unpacking (perf annotate, Llama-3.2-1B Q4_0 pp512). pp512 at 2 threads on a
+// 2-core Xeon, alternated twice against the binary before: Llama-3.2-1B Q4_0 494-515 -> 526-587 t/s,
+// Qwen2.5-1.5B Q4_0 390-392 -> 422-425, Qwen3-0.6B Q8_0 688-724 -> 741-773, Qwen2.5-0.5B Q4_0 within
+// the noise; budgets of 512 KB and 2 MB were no better.
+constexpr size_t kAmxActCacheBytes = 1024 * 1024;
 constexpr size_t kWeightCacheBytes = 256 * 1024;
 constexpr size_t kMinChunkBytes = 16 * 1024;
 constexpr int kMaxTypeId = 64;
@@ -69,17 +78,23 @@ namespace {
 // The tile loop shared by the plain and the packed products: tiles of output units (weight rows, or
 // packed groups of rows) x a token block sized so its converted activations stay in L2, pulled by
 // threads from an atomic counter. A tile holds about n_units / (kTilesPerThread * threads) units, a
-// multiple of `granule` (for rows: whole cache lines of y). do4(u, t) computes unit u for tokens
-// t .. t + n_multi - 1 (only when n_multi > 1), dom(u, t) for tokens t .. t + m_multi - 1 (only when
-// m_multi > 1: the groups left under n_multi), do1(u, t) for token t; all write y themselves.
-// unit_bytes: the weight bytes of one unit.
+// multiple of `granule` (for rows: whole cache lines of y). do4(u, t, g) computes unit u for the g *
+// n_multi tokens from t (only when n_multi > 1; g <= max_groups), dom(u, t) for tokens t .. t + m_multi
+// - 1 (only when m_multi > 1: the groups left under n_multi), do1(u, t) for token t; all write y
+// themselves. unit_bytes: the weight bytes of one unit; act_cache: the bytes of converted activations a
+// token block may hold.
+struct TileShape {
+  int n_multi = 0, m_multi = 0;
+  int max_groups = 1;
+  size_t act_cache = kActCacheBytes;
+};
 template <class Do4, class DoM, class Do1>
 void run_tiles(ThreadPool& pool, int64_t n_units, int64_t granule, size_t unit_bytes, int64_t n_tokens, size_t act_row,
-               int n_multi, int m_multi, const Do4& do4, const DoM& dom, const Do1& do1) {
+               const TileShape& shape, const Do4& do4, const DoM& dom, const Do1& do1) {
+  const int n_multi = shape.n_multi, m_multi = shape.m_multi;
   // Whole groups of n_multi per block (a block's leftover tokens would take the smaller kernels), and
-  // at least one group when there are that many tokens (AMX's 64-token groups of a wide row are more
-  // than kActCacheBytes, still well inside L2).
-  int64_t tok_block = std::max<int64_t>(1, static_cast<int64_t>(kActCacheBytes / act_row));
+  // at least one group when there are that many tokens.
+  int64_t tok_block = std::max<int64_t>(1, static_cast<int64_t>(shape.act_cache / act_row));
   if (n_multi > 1 && n_tokens >= n_multi) tok_block = std::max<int64_t>(tok_block - tok_block % n_multi, n_multi);
   tok_block = std::min(tok_block, n_tokens);
   // Units per pass over the block's tokens: a tile's weights are re-read once per token group, so
@@ -97,8 +112,11 @@ void run_tiles(ThreadPool& pool, int64_t n_units, int64_t granule, size_t unit_b
       int64_t t = t0;
       // n_multi tokens at a time: each weight block is decoded once per group of tokens.
       if (n_multi > 1)
-        for (; t + n_multi <= t1; t += n_multi)
-          for (int64_t u = s0; u < s1; ++u) do4(u, t);
+        while (t + n_multi <= t1) {
+          const int g = static_cast<int>(std::min<int64_t>(shape.max_groups, (t1 - t) / n_multi));
+          for (int64_t u = s0; u < s1; ++u) do4(u, t, g);
+          t += g * n_multi;
+        }
       if (m_multi > 1)
         for (; t + m_multi <= t1; t += m_multi)
           for (int64_t u = s0; u < s1; ++u) dom(u, t);
@@ -196,10 +214,11 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
   if (amx) {
     const size_t tile_table = amx_table_bytes(nb, kAmxTileTokens);
     run_tiles(
-        pool, n_groups, 1, group_bytes, n_tokens, act_row, kAmxTokens, k.n_multi,
-        [&](int64_t g, int64_t t) {
+        pool, n_groups, 1, group_bytes, n_tokens, act_row,
+        TileShape{kAmxTileTokens, k.n_multi, std::numeric_limits<int>::max(), kAmxActCacheBytes},
+        [&](int64_t g, int64_t t, int n_tiles) {
           k.dott(nb, wb + g * group_bytes, xb + t * act_row, act_row, table ? table + (t / kAmxTileTokens) * tile_table : nullptr,
-                 y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
+                 y + t * w.n_out + g * kPackRows, w.n_out, rows(g), n_tiles);
         },
         dotn, dot1);
     return;
@@ -218,8 +237,8 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
              ng, rows(g + ng - 1));
     };
     run_tiles(
-        pool, n_pairs, 1, 2 * group_bytes, n_tokens, act_row, k.n_pair, rest > 1 ? rest : 0,
-        [&](int64_t p, int64_t t) { unit(p, t, k.dot_pair); },
+        pool, n_pairs, 1, 2 * group_bytes, n_tokens, act_row, TileShape{k.n_pair, rest > 1 ? rest : 0},
+        [&](int64_t p, int64_t t, int) { unit(p, t, k.dot_pair); },
         [&](int64_t p, int64_t t) {
           unit(p, t, [&](auto... a) { k.dot_pair_rest(a..., rest); });
         },
@@ -231,7 +250,8 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
   // The same for the other types: a prefill's leftover tokens in one call per row group.
   const int rest = k.dotn_rest ? static_cast<int>(n_tokens % k.n_multi) : 0;
   run_tiles(
-      pool, n_groups, 1, group_bytes, n_tokens, act_row, k.n_multi, rest > 1 ? rest : 0, dotn,
+      pool, n_groups, 1, group_bytes, n_tokens, act_row, TileShape{k.n_multi, rest > 1 ? rest : 0},
+      [&](int64_t g, int64_t t, int) { dotn(g, t); },
       [&](int64_t g, int64_t t) {
         k.dotn_rest(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out,
                     rows(g), rest);
@@ -268,8 +288,8 @@ void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok
   const size_t w_row = row_bytes(w.type, w.n_in);
   const auto* wb = static_cast<const uint8_t*>(w.data);
   run_tiles(
-      pool, w.n_out, kRowTile, w_row, n_tokens, act_row, dot_multi != nullptr ? kDotTokens : 1, 0,
-      [&](int64_t r, int64_t t) {
+      pool, w.n_out, kRowTile, w_row, n_tokens, act_row, TileShape{dot_multi != nullptr ? kDotTokens : 1, 0},
+      [&](int64_t r, int64_t t, int) {
         float out[kDotTokens];
         dot_multi(w.n_in, wb + r * w_row, xb + t * act_row, act_row, out);
         for (int j = 0; j < kDotTokens; ++j) y[(t + j) * w.n_out + r] = out[j];

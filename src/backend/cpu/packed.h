@@ -111,11 +111,12 @@ class PackedStore {
 // at the row group's bytes, nb is the number of blocks per row.
 using PackedDotFn = void (*)(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                              int64_t out_stride, int n_rows);
-// The AMX kernels' form: kAmxTokens tokens, with `scales` the tokens' block-major scale table (made
-// by amx_table_column from their activation rows, starting at the table entry of the first token) for
-// the 32-element types; null for Q4_K, whose kernel reads each row's super-block scales itself.
+// The AMX kernels' form: n_tiles tiles of kAmxTileTokens tokens (all sharing one unpacking of the row
+// group's weights), with `scales` the tokens' block-major scale table (made by amx_table_column from
+// their activation rows, starting at the table entry of the first token) for the 32-element types; null
+// for Q4_K, whose kernel reads each row's super-block scales itself.
 using PackedTileDotFn = void (*)(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride,
-                                 const uint8_t* scales, float* out, int64_t out_stride, int n_rows);
+                                 const uint8_t* scales, float* out, int64_t out_stride, int n_rows, int n_tiles);
 // Two row groups (the second at group + group_bytes; n_groups = 1 for a last odd group) x n_pair tokens;
 // n_rows_last: the rows of the last group taken. Each output bit-identical to dot1's.
 using PackedPairDotFn = void (*)(int64_t nb, const uint8_t* group, size_t group_bytes, const uint8_t* x,
@@ -128,7 +129,7 @@ struct PackedKernels {
   PackedDotFn dot1 = nullptr;  // one token
   PackedDotFn dotn = nullptr;  // n_multi tokens, each bit-identical to dot1
   int n_multi = 0;             // as many tokens as the type's accumulators fit in registers
-  PackedTileDotFn dott = nullptr;  // optional (AMX): kAmxTokens tokens, each bit-identical to dot1
+  PackedTileDotFn dott = nullptr;  // optional (AMX): tiles of kAmxTileTokens tokens, each bit-identical to dot1
   PackedPairDotFn dot_pair = nullptr;  // optional: row groups in pairs, n_pair tokens
   int n_pair = 0;
   PackedPairRestFn dot_pair_rest = nullptr;  // optional, with dot_pair: 1 to n_pair - 1 tokens
@@ -149,7 +150,7 @@ void packed_pair_rest(int64_t nb, const uint8_t* group, size_t group_bytes, cons
   static constexpr PackedPairDotFn kByTokens[] = {Fns...};
   kByTokens[n_tokens - 1](nb, group, group_bytes, x, x_stride, out, out_stride, n_groups, n_rows_last);
 }
-// Tokens per AMX call: 4 tiles of 16 share one unpacking of the row group's weights.
+// AMX takes tiles of 16 tokens, in products of at least kAmxTokens tokens (fewer stay on VNNI).
 inline constexpr int kAmxTileTokens = 16;
 inline constexpr int kAmxTokens = 4 * kAmxTileTokens;
 // The block-major table of the activation scales of 32-element types for AMX: per tile of 16 tokens,

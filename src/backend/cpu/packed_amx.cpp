@@ -96,10 +96,10 @@ inline void scale_block(const int32_t* c, const float* dx, __m512 dw, __m512 acc
                              acc[m]);
 }
 
-// NT tiles of 16 tokens against one row group: out[t * out_stride + k] for t < 16 NT, k < n_rows.
-template <DType T, int NT>
+// n_tiles tiles of 16 tokens against one row group: out[t * out_stride + k] for t < 16 n_tiles, k < n_rows.
+template <DType T>
 void amx_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, const uint8_t* scales, float* out,
-               int64_t out_stride, int n_rows) {
+               int64_t out_stride, int n_rows, int n_tiles) {
   constexpr int64_t kRec = packed_record_bytes(T);
   struct alignas(64) Line {
     uint8_t b[64];
@@ -112,7 +112,7 @@ void amx_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stri
   _tile_loadconfig(&cfg);
   const __mmask16 row_mask = n_rows >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n_rows) - 1);
   alignas(64) int32_t c[2][kTileTokens * 16];
-  for (int tt = 0; tt < NT; ++tt) {
+  for (int tt = 0; tt < n_tiles; ++tt) {
     const uint8_t* xt = x + tt * kTileTokens * x_stride;
     const auto* dxs = reinterpret_cast<const float*>(scales + tt * amx_table_bytes(nb, kTileTokens));
     __m512 acc[kTileTokens];
@@ -173,7 +173,7 @@ void unpack_b_q4k(int64_t nb, const uint8_t* group, uint8_t* dst) {
   }
 }
 
-// NT tiles of 16 tokens of Q8_K activations (packed.h) against one Q4_K row group. Per super-block and
+// n_tiles tiles of 16 tokens of Q8_K activations (packed.h) against one Q4_K row group. Per super-block and
 // token: the integer sum over the 8 sub-blocks of scale x dot (exact, so its order does not matter), the
 // mins' sum from the activation's 32-element sums, then the AVX-512 one-token kernel's float steps in its
 // order (packed_avx512.cpp packed_dot_q4k): every output is bit-identical to it.
@@ -182,9 +182,8 @@ void unpack_b_q4k(int64_t nb, const uint8_t* group, uint8_t* dst) {
 // Q4_K_M pp512 (a 2-core Xeon, alternated twice against the binary without it): 1 thread 102-104 ->
 // 116-119 t/s, 2 threads 204-209 -> 233-234. Q6_K stays on VNNI: its 16-element sub-blocks would need a
 // tile product and a tile store per 16 elements.
-template <int NT>
 void amx_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, const uint8_t*, float* out,
-                 int64_t out_stride, int n_rows) {
+                 int64_t out_stride, int n_rows, int n_tiles) {
   constexpr int64_t kRec = packed_record_bytes(DType::Q4_K);
   constexpr int64_t kAct = sizeof(BlockQ8_K);
   struct alignas(64) Line {
@@ -200,7 +199,7 @@ void amx_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_st
   const __mmask16 row_mask = n_rows >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n_rows) - 1);
   alignas(64) int32_t c[2][kTileTokens * 16];
   alignas(64) float acc[kTileTokens * 16];
-  for (int tt = 0; tt < NT; ++tt) {
+  for (int tt = 0; tt < n_tiles; ++tt) {
     const uint8_t* xt = x + tt * kTileTokens * x_stride;
     std::fill(acc, acc + kTileTokens * 16, 0.0f);
     for (int64_t s = 0; s < nb; ++s) {
@@ -294,13 +293,11 @@ bool amx_supported() {
 
 PackedKernels packed_kernels_amx(DType t) {
   PackedKernels k = packed_kernels_avx512(t);
-  static_assert(kAmxTokens % kTileTokens == 0);
-  constexpr int kNT = kAmxTokens / kTileTokens;
   switch (t) {
-    case DType::Q4_0: k.dott = amx_dot32<DType::Q4_0, kNT>; break;
-    case DType::Q5_0: k.dott = amx_dot32<DType::Q5_0, kNT>; break;
-    case DType::Q8_0: k.dott = amx_dot32<DType::Q8_0, kNT>; break;
-    case DType::Q4_K: k.dott = amx_dot_q4k<kNT>; break;
+    case DType::Q4_0: k.dott = amx_dot32<DType::Q4_0>; break;
+    case DType::Q5_0: k.dott = amx_dot32<DType::Q5_0>; break;
+    case DType::Q8_0: k.dott = amx_dot32<DType::Q8_0>; break;
+    case DType::Q4_K: k.dott = amx_dot_q4k; break;
     default: break;
   }
   return k;
