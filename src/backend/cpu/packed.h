@@ -164,9 +164,9 @@ PackedKernels packed_kernels(DType t);
 PackedKernels packed_kernels_avx512(DType t);  // only call when AVX-512 is supported
 PackedKernels packed_kernels_avx2(DType t);    // only call when AVX2 is supported
 // True if the CPU has AMX-INT8 and the OS granted this process the tile state (asked for on the first
-// call). packed_kernels uses AMX for Q4_0, Q5_0, Q8_0 and Q4_K prefill when this holds, unless IGNIS_AMX=0.
+// call). packed_kernels uses AMX for Q4_0, Q5_0, Q8_0, Q4_K and Q6_K prefill when this holds, unless IGNIS_AMX=0.
 bool amx_supported();
-// packed_kernels_avx512(t) with AMX-INT8 dott for Q4_0, Q5_0, Q8_0, Q4_K (packed_amx.cpp); only call when
+// packed_kernels_avx512(t) with AMX-INT8 dott for Q4_0, Q5_0, Q8_0, Q4_K, Q6_K (packed_amx.cpp); only call when
 // amx_supported().
 PackedKernels packed_kernels_amx(DType t);
 // y[i] = x[i] rounded to the nearest f16 (ties to even), as f32: F16 products' activations.

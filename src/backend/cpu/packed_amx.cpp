@@ -1,5 +1,6 @@
-// AMX-INT8 kernels for the packed 32-element types (Q4_0, Q5_0, Q8_0) and Q4_K: prefill on Sapphire
-// Rapids and later Xeons. (Q4_K at the end of the file; the description below is of the 32-element ones.)
+// AMX-INT8 kernels for the packed 32-element types (Q4_0, Q5_0, Q8_0) and the K-quants Q4_K, Q6_K:
+// prefill on Sapphire Rapids and later Xeons. (The K-quants at the end of the file; the description
+// below is of the 32-element ones.)
 //
 // A packed record's chunks are already AMX's B-tile layout: chunk j holds elements 4j..4j+3 of each of
 // the 16 rows, 4 bytes per row, which is row j of a K = 32 x N = 16 tile in the "VNNI" order tdpbssd
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <vector>
@@ -153,105 +155,202 @@ void amx_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stri
   _tile_release();
 }
 
-// ---- Q4_K ----
-// Sub-block j (32 elements) of a Q4_K record is one B tile: row c holds element group c of the 16 rows,
-// the low (j even) or high (j odd) nibbles of chunk (j / 2, c), as unsigned bytes (tdpbsud: signed
-// activations, unsigned weights), so tdpbsud gives the sub-block's exact integer dots.
-void unpack_b_q4k(int64_t nb, const uint8_t* group, uint8_t* dst) {
-  constexpr int64_t kRec = packed_record_bytes(DType::Q4_K);
+// ---- Q4_K and Q6_K ----
+// NOTE (scales in the weights): a sub-block's integer scale multiplies its weights before the tile
+// product, v = scale x q (Q4_K: 0..945; Q6_K: scale x (q - 32), -4,064..4,096), written as two byte
+// digits v = 256 hi + lo (lo unsigned, hi unsigned for Q4_K and signed for Q6_K). Two tile products per
+// 64 elements (tdpbsud for lo; tdpbsud / tdpbssd for hi) then sum a whole super-block's scaled dots
+// exactly in the tiles, and its integer sum is lo + 256 hi, the same integer the VNNI kernels form
+// sub-block by sub-block (sum of scale x dot). So the result tiles are stored once per super-block, not
+// once per sub-block with a multiply per token (the former Q4_K kernel stored 8 and multiplied 128
+// vectors per super-block and 16 tokens), and Q6_K's 16-element sub-blocks cost nothing extra.
+// Qwen2.5-1.5B Q4_K_M pp512 on a 2-core Xeon, alternated twice against the binary before: 1 thread
+// 141-145 -> 182-183 t/s, 2 threads 281-286 -> 360-368; Qwen2.5-0.5B Q4_K_M 2 threads 979-1020 ->
+// 1061-1108.
+// Digit tiles of a super-block: [4 chunks of 64 elements][lo, hi][16 tile rows][16 weight rows x 4].
+constexpr int64_t kDigitTile = 1024;  // one 16 x 64-byte B tile
+constexpr int64_t kSuperTiles = 8 * kDigitTile;  // per super-block
+
+// Writes the digits of v = q x s (16-bit lanes of even and odd bytes; signed: q, s are signed bytes)
+// as the lo and hi tile rows at lo, lo + kDigitTile.
+template <bool Signed>
+inline void store_digits(__m512i q, __m512i s, uint8_t* lo) {
+  const __m512i m_lo = _mm512_set1_epi16(0x00ff);
+  __m512i qe, qo, se, so;
+  if constexpr (Signed) {
+    qe = _mm512_srai_epi16(_mm512_slli_epi16(q, 8), 8), qo = _mm512_srai_epi16(q, 8);
+    se = _mm512_srai_epi16(_mm512_slli_epi16(s, 8), 8), so = _mm512_srai_epi16(s, 8);
+  } else {
+    qe = _mm512_and_si512(q, m_lo), qo = _mm512_srli_epi16(q, 8);
+    se = _mm512_and_si512(s, m_lo), so = _mm512_srli_epi16(s, 8);
+  }
+  const __m512i ve = _mm512_mullo_epi16(qe, se), vo = _mm512_mullo_epi16(qo, so);
+  // Byte 2k of a row: the low (high) byte of ve's lane k; byte 2k + 1: vo's. The high byte of a 16-bit
+  // two's complement lane is floor(v / 256), the signed digit.
+  _mm512_store_si512(lo, _mm512_or_si512(_mm512_and_si512(ve, m_lo), _mm512_slli_epi16(vo, 8)));
+  _mm512_store_si512(lo + kDigitTile, _mm512_or_si512(_mm512_srli_epi16(ve, 8), _mm512_andnot_si512(m_lo, vo)));
+}
+
+template <DType T>
+void unpack_digits(int64_t nb, const uint8_t* group, uint8_t* dst) {
+  constexpr int64_t kRec = packed_record_bytes(T);
   const __m512i m0f = _mm512_set1_epi8(0x0f);
+  // Byte b of a tile row belongs to weight row b / 4: the index vector of row_scales.
+  alignas(64) static const auto kRowOf = [] {
+    std::array<uint8_t, 64> r{};
+    for (int b = 0; b < 64; ++b) r[b] = static_cast<uint8_t>(b / 4);
+    return r;
+  }();
+  const __m512i row_of = _mm512_load_si512(kRowOf.data());
+  auto scales = [&](const uint8_t* sc) {
+    return _mm512_permutexvar_epi8(row_of, _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc))));
+  };
   for (int64_t s = 0; s < nb; ++s) {
-    const uint8_t* qs = group + s * kRec + 64 + 256;
-    uint8_t* o = dst + s * 8 * kUnpacked;
-    for (int i = 0; i < 4; ++i) {
-      IGNIS_UNROLL for (int c = 0; c < 8; ++c) {
-        const __m512i ch = _mm512_loadu_si512(qs + (8 * i + c) * 64);
-        _mm512_store_si512(o + 2 * i * kUnpacked + 64 * c, _mm512_and_si512(ch, m0f));
-        _mm512_store_si512(o + (2 * i + 1) * kUnpacked + 64 * c, _mm512_and_si512(_mm512_srli_epi16(ch, 4), m0f));
+    const uint8_t* rec = group + s * kRec;
+    uint8_t* o = dst + s * kSuperTiles;
+    if constexpr (T == DType::Q4_K) {
+      // Chunk (i, c): low nibbles = sub-block 2i group c (tile row c of chunk i), high = sub-block 2i + 1
+      // group c (tile row 8 + c).
+      const uint8_t* sc = rec + 64;
+      const uint8_t* qs = rec + 64 + 256;
+      for (int i = 0; i < 4; ++i) {
+        const __m512i s0 = scales(sc + 2 * i * 16), s1 = scales(sc + (2 * i + 1) * 16);
+        IGNIS_UNROLL for (int c = 0; c < 8; ++c) {
+          const __m512i ch = _mm512_loadu_si512(qs + (8 * i + c) * 64);
+          store_digits<false>(_mm512_and_si512(ch, m0f), s0, o + i * 2 * kDigitTile + 64 * c);
+          store_digits<false>(_mm512_and_si512(_mm512_srli_epi16(ch, 4), m0f), s1, o + i * 2 * kDigitTile + 64 * (8 + c));
+        }
+      }
+    } else {
+      // Triple h holds groups h, h + 16, h + 32, h + 48: tile row h of chunks 0..3; group 16u + h is in
+      // sub-block 4u + h / 4. Quants q - 32, signed.
+      const uint8_t* sc = rec + 32;
+      const uint8_t* tri = rec + 32 + 256;
+      const __m512i m30 = _mm512_set1_epi8(0x30), k32 = _mm512_set1_epi8(32);
+      for (int h = 0; h < 16; ++h) {
+        const __m512i n1 = _mm512_loadu_si512(tri + 192 * h), n2 = _mm512_loadu_si512(tri + 192 * h + 64);
+        const __m512i hb = _mm512_loadu_si512(tri + 192 * h + 128);
+        __m512i q[4];
+        q[0] = _mm512_or_si512(_mm512_and_si512(n1, m0f), _mm512_and_si512(_mm512_slli_epi16(hb, 4), m30));
+        q[1] = _mm512_or_si512(_mm512_and_si512(n2, m0f), _mm512_and_si512(_mm512_slli_epi16(hb, 2), m30));
+        q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n1, 4), m0f), _mm512_and_si512(hb, m30));
+        q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n2, 4), m0f),
+                               _mm512_and_si512(_mm512_srli_epi16(hb, 2), m30));
+        IGNIS_UNROLL for (int u = 0; u < 4; ++u)
+          store_digits<true>(_mm512_sub_epi8(q[u], k32), scales(sc + (4 * u + h / 4) * 16), o + u * 2 * kDigitTile + 64 * h);
       }
     }
   }
 }
 
-// n_tiles tiles of 16 tokens of Q8_K activations (packed.h) against one Q4_K row group. Per super-block and
-// token: the integer sum over the 8 sub-blocks of scale x dot (exact, so its order does not matter), the
-// mins' sum from the activation's 32-element sums, then the AVX-512 one-token kernel's float steps in its
-// order (packed_avx512.cpp packed_dot_q4k): every output is bit-identical to it.
-// NOTE: the integer scaling per sub-block (one multiply and add per token) replaces the VNNI kernel's 8
-// vpdpbusd and the same multiply per token; the float work stays once per super-block. Qwen2.5-1.5B
-// Q4_K_M pp512 (a 2-core Xeon, alternated twice against the binary without it): 1 thread 102-104 ->
-// 116-119 t/s, 2 threads 204-209 -> 233-234. Q6_K stays on VNNI: its 16-element sub-blocks would need a
-// tile product and a tile store per 16 elements.
-void amx_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, const uint8_t*, float* out,
-                 int64_t out_stride, int n_rows, int n_tiles) {
-  constexpr int64_t kRec = packed_record_bytes(DType::Q4_K);
+// n_tiles tiles of 16 tokens of Q8_K activations (packed.h) against one Q4_K or Q6_K row group. Per
+// super-block and token the exact integer sum of scale x dot comes from the digit tiles; then the
+// AVX-512 one-token kernel's float steps in its order (packed_avx512.cpp packed_dot_q4k, packed_dot_q6k:
+// Q4_K's mins' sum from the activation's 32-element sums, then d and dmin; Q6_K's d): every output is
+// bit-identical to it.
+template <DType T>
+void amx_dot_k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, const uint8_t*, float* out,
+               int64_t out_stride, int n_rows, int n_tiles) {
+  constexpr int64_t kRec = packed_record_bytes(T);
   constexpr int64_t kAct = sizeof(BlockQ8_K);
   struct alignas(64) Line {
     uint8_t b[64];
   };
   thread_local std::vector<Line> scratch;
-  const size_t lines = static_cast<size_t>(nb) * 8 * (kUnpacked / 64);
+  const size_t lines = static_cast<size_t>(nb) * (kSuperTiles / 64);
   if (scratch.size() < lines) scratch.resize(lines);
   const auto* bt = reinterpret_cast<const uint8_t*>(scratch.data());
-  unpack_b_q4k(nb, group, reinterpret_cast<uint8_t*>(scratch.data()));
-  static const TileConfig cfg;
+  unpack_digits<T>(nb, group, reinterpret_cast<uint8_t*>(scratch.data()));
+  // Tiles 0, 1: lo and hi sums of even super-blocks, 2, 3 of odd ones; 4, 7: activations (16 tokens x
+  // 64 bytes); 5, 6: lo and hi digits.
+  static const TileConfig cfg = [] {
+    TileConfig c;
+    for (int i = 0; i < 8; ++i) c.colsb[i] = 64, c.rows[i] = 16;
+    return c;
+  }();
   _tile_loadconfig(&cfg);
   const __mmask16 row_mask = n_rows >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n_rows) - 1);
-  alignas(64) int32_t c[2][kTileTokens * 16];
+  alignas(64) int32_t c[2][2][kTileTokens * 16];  // [parity][lo, hi]
   alignas(64) float acc[kTileTokens * 16];
   for (int tt = 0; tt < n_tiles; ++tt) {
     const uint8_t* xt = x + tt * kTileTokens * x_stride;
     std::fill(acc, acc + kTileTokens * 16, 0.0f);
-    for (int64_t s = 0; s < nb; ++s) {
-      const uint8_t* rec = group + s * kRec;
-      const uint8_t* sc = rec + 64;
-      const uint8_t* mn = rec + 64 + 128;
+    // Super-block s's products into tiles 2 (s % 2) and 2 (s % 2) + 1 (tile numbers are immediates).
+    auto issue = [&](int64_t s) {
       const uint8_t* xa = xt + s * kAct + offsetof(BlockQ8_K, qs);
-      const uint8_t* bs = bt + s * 8 * kUnpacked;
-      auto issue = [&](int j) {
-        if (j % 2 == 0) {
-          _tile_zero(0);
-          _tile_loadd(2, xa + 32 * j, x_stride);
-          _tile_loadd(4, bs + j * kUnpacked, 64);
-          _tile_dpbsud(0, 2, 4);
-        } else {
-          _tile_zero(1);
-          _tile_loadd(3, xa + 32 * j, x_stride);
-          _tile_loadd(5, bs + j * kUnpacked, 64);
-          _tile_dpbsud(1, 3, 5);
-        }
-      };
-      __m512i isum[kTileTokens];
-      IGNIS_UNROLL for (int m = 0; m < kTileTokens; ++m) isum[m] = _mm512_setzero_si512();
-      issue(0);
-      IGNIS_UNROLL for (int j = 0; j < 8; ++j) {
-        if (j % 2 == 0) {
-          _tile_stored(0, c[0], 64);
-        } else {
-          _tile_stored(1, c[1], 64);
-        }
-        if (j + 1 < 8) issue(j + 1);
-        const __m512i scj = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + j * 16)));
-        IGNIS_UNROLL for (int m = 0; m < kTileTokens; ++m)
-          isum[m] = _mm512_add_epi32(isum[m], _mm512_mullo_epi32(_mm512_load_si512(c[j % 2] + 16 * m), scj));
+      const uint8_t* bs = bt + s * kSuperTiles;
+      // (The tile intrinsics take their tile numbers as literal tokens, hence a macro.)
+#define IGNIS_DIGIT_CHUNK(C0, C1, A, i)                      \
+  _tile_loadd(A, xa + 64 * (i), x_stride);                   \
+  _tile_loadd(5, bs + 2 * (i) * kDigitTile, 64);             \
+  _tile_loadd(6, bs + (2 * (i) + 1) * kDigitTile, 64);       \
+  _tile_dpbsud(C0, A, 5);                                    \
+  if constexpr (T == DType::Q4_K) {                          \
+    _tile_dpbsud(C1, A, 6);                                  \
+  } else {                                                   \
+    _tile_dpbssd(C1, A, 6);                                  \
+  }
+      if (s % 2 == 0) {
+        _tile_zero(0);
+        _tile_zero(1);
+        IGNIS_DIGIT_CHUNK(0, 1, 4, 0)
+        IGNIS_DIGIT_CHUNK(0, 1, 7, 1)
+        IGNIS_DIGIT_CHUNK(0, 1, 4, 2)
+        IGNIS_DIGIT_CHUNK(0, 1, 7, 3)
+      } else {
+        _tile_zero(2);
+        _tile_zero(3);
+        IGNIS_DIGIT_CHUNK(2, 3, 4, 0)
+        IGNIS_DIGIT_CHUNK(2, 3, 7, 1)
+        IGNIS_DIGIT_CHUNK(2, 3, 4, 2)
+        IGNIS_DIGIT_CHUNK(2, 3, 7, 3)
       }
-      __m512i mins[4];
-      IGNIS_UNROLL for (int i = 0; i < 4; ++i)
-        mins[i] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mn + 32 * i)));
+#undef IGNIS_DIGIT_CHUNK
+    };
+    issue(0);
+    for (int64_t s = 0; s < nb; ++s) {
+      const int p = static_cast<int>(s % 2);
+      if (p == 0) {
+        _tile_stored(0, c[0][0], 64);
+        _tile_stored(1, c[0][1], 64);
+      } else {
+        _tile_stored(2, c[1][0], 64);
+        _tile_stored(3, c[1][1], 64);
+      }
+      if (s + 1 < nb) issue(s + 1);
+      const uint8_t* rec = group + s * kRec;
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
-      const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 32)));
-      IGNIS_UNROLL for (int m = 0; m < kTileTokens; ++m) {
-        const uint8_t* xr = xt + m * x_stride;
-        const auto* side = reinterpret_cast<const int32_t*>(xr + nb * kAct) + 16 * s;
-        __m512i msum = _mm512_setzero_si512();
-        IGNIS_UNROLL for (int i = 0; i < 4; ++i) msum = _mm512_dpwssd_epi32(msum, mins[i], _mm512_set1_epi32(side[i]));
-        float dxs;
-        std::memcpy(&dxs, xr + s * kAct, 4);
-        const __m512 dx = _mm512_set1_ps(dxs);
-        __m512 a = _mm512_load_ps(acc + 16 * m);
-        a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m]), _mm512_mul_ps(d, dx), a);
-        a = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), a);
-        _mm512_store_ps(acc + 16 * m, a);
+      if constexpr (T == DType::Q4_K) {
+        const uint8_t* mn = rec + 64 + 128;
+        __m512i mins[4];
+        IGNIS_UNROLL for (int i = 0; i < 4; ++i)
+          mins[i] = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(mn + 32 * i)));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 32)));
+        IGNIS_UNROLL for (int m = 0; m < kTileTokens; ++m) {
+          const uint8_t* xr = xt + m * x_stride;
+          const auto* side = reinterpret_cast<const int32_t*>(xr + nb * kAct) + 16 * s;
+          __m512i msum = _mm512_setzero_si512();
+          IGNIS_UNROLL for (int i = 0; i < 4; ++i) msum = _mm512_dpwssd_epi32(msum, mins[i], _mm512_set1_epi32(side[i]));
+          const __m512i isum = _mm512_add_epi32(_mm512_load_si512(c[p][0] + 16 * m),
+                                                _mm512_slli_epi32(_mm512_load_si512(c[p][1] + 16 * m), 8));
+          float dxs;
+          std::memcpy(&dxs, xr + s * kAct, 4);
+          const __m512 dx = _mm512_set1_ps(dxs);
+          __m512 a = _mm512_load_ps(acc + 16 * m);
+          a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, dx), a);
+          a = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), a);
+          _mm512_store_ps(acc + 16 * m, a);
+        }
+      } else {
+        IGNIS_UNROLL for (int m = 0; m < kTileTokens; ++m) {
+          const uint8_t* xr = xt + m * x_stride;
+          const __m512i isum = _mm512_add_epi32(_mm512_load_si512(c[p][0] + 16 * m),
+                                                _mm512_slli_epi32(_mm512_load_si512(c[p][1] + 16 * m), 8));
+          float dxs;
+          std::memcpy(&dxs, xr + s * kAct, 4);
+          const __m512 a = _mm512_load_ps(acc + 16 * m);
+          _mm512_store_ps(acc + 16 * m, _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(dxs)), a));
+        }
       }
     }
     IGNIS_UNROLL for (int m = 0; m < kTileTokens; ++m)
@@ -297,7 +396,8 @@ PackedKernels packed_kernels_amx(DType t) {
     case DType::Q4_0: k.dott = amx_dot32<DType::Q4_0>; break;
     case DType::Q5_0: k.dott = amx_dot32<DType::Q5_0>; break;
     case DType::Q8_0: k.dott = amx_dot32<DType::Q8_0>; break;
-    case DType::Q4_K: k.dott = amx_dot_q4k; break;
+    case DType::Q4_K: k.dott = amx_dot_k<DType::Q4_K>; break;
+    case DType::Q6_K: k.dott = amx_dot_k<DType::Q6_K>; break;
     default: break;
   }
   return k;
