@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "backend/cpu/packed.h"
+#include "backend/cpu/packed_avx512.h"
 #include "core/quant_blocks.h"
 
 namespace ignis::cpu {
@@ -247,20 +248,13 @@ void unpack_digits(int64_t nb, const uint8_t* group, uint8_t* dst) {
       // sub-block 4u + h / 4.
       const uint8_t* sc = rec + 32;
       const uint8_t* tri = rec + 32 + 256;
-      const __m512i m30 = _mm512_set1_epi8(0x30);
       for (int hq = 0; hq < 4; ++hq) {
         RowScales rs[4];
         IGNIS_UNROLL for (int u = 0; u < 4; ++u) rs[u] = row_scales(scales(sc + (4 * u + hq) * 16));
         IGNIS_UNROLL for (int hh = 0; hh < 4; ++hh) {
           const int h = 4 * hq + hh;
-          const __m512i n1 = _mm512_loadu_si512(tri + 192 * h), n2 = _mm512_loadu_si512(tri + 192 * h + 64);
-          const __m512i hb = _mm512_loadu_si512(tri + 192 * h + 128);
           __m512i q[4];
-          q[0] = _mm512_or_si512(_mm512_and_si512(n1, m0f), _mm512_and_si512(_mm512_slli_epi16(hb, 4), m30));
-          q[1] = _mm512_or_si512(_mm512_and_si512(n2, m0f), _mm512_and_si512(_mm512_slli_epi16(hb, 2), m30));
-          q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n1, 4), m0f), _mm512_and_si512(hb, m30));
-          q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n2, 4), m0f),
-                                 _mm512_and_si512(_mm512_srli_epi16(hb, 2), m30));
+          q6k_triple_quants(tri, h, q);
           IGNIS_UNROLL for (int u = 0; u < 4; ++u) scaled_digits<true>(q[u], rs[u], o + u * 2 * kDigitTile + 64 * h);
         }
       }
@@ -321,21 +315,19 @@ void amx_dot_k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stri
   } else {                                                   \
     _tile_dpbssd(C1, A, 6);                                  \
   }
+#define IGNIS_DIGIT_SUPER(C0, C1)     \
+  _tile_zero(C0);                     \
+  _tile_zero(C1);                     \
+  IGNIS_DIGIT_CHUNK(C0, C1, 4, 0)     \
+  IGNIS_DIGIT_CHUNK(C0, C1, 7, 1)     \
+  IGNIS_DIGIT_CHUNK(C0, C1, 4, 2)     \
+  IGNIS_DIGIT_CHUNK(C0, C1, 7, 3)
       if (s % 2 == 0) {
-        _tile_zero(0);
-        _tile_zero(1);
-        IGNIS_DIGIT_CHUNK(0, 1, 4, 0)
-        IGNIS_DIGIT_CHUNK(0, 1, 7, 1)
-        IGNIS_DIGIT_CHUNK(0, 1, 4, 2)
-        IGNIS_DIGIT_CHUNK(0, 1, 7, 3)
+        IGNIS_DIGIT_SUPER(0, 1)
       } else {
-        _tile_zero(2);
-        _tile_zero(3);
-        IGNIS_DIGIT_CHUNK(2, 3, 4, 0)
-        IGNIS_DIGIT_CHUNK(2, 3, 7, 1)
-        IGNIS_DIGIT_CHUNK(2, 3, 4, 2)
-        IGNIS_DIGIT_CHUNK(2, 3, 7, 3)
+        IGNIS_DIGIT_SUPER(2, 3)
       }
+#undef IGNIS_DIGIT_SUPER
 #undef IGNIS_DIGIT_CHUNK
     };
     const bool first = tt == 0;

@@ -19,6 +19,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/packed.h"
+#include "backend/cpu/packed_avx512.h"
 #include "core/quant_blocks.h"
 
 namespace ignis::cpu {
@@ -250,7 +251,6 @@ template <int NX>
 void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows) {
   constexpr int64_t kRec = packed_record_bytes(DType::Q6_K);
-  const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
   __m512 acc[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t s = 0; s < nb; ++s) {
@@ -268,14 +268,8 @@ void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
       }
       IGNIS_UNROLL for (int hh = 0; hh < 4; ++hh) {
         const int h = 4 * j + hh;
-        const __m512i n1 = _mm512_loadu_si512(tri + 192 * h), n2 = _mm512_loadu_si512(tri + 192 * h + 64);
-        const __m512i hb = _mm512_loadu_si512(tri + 192 * h + 128);
         __m512i q[4];
-        q[0] = _mm512_or_si512(_mm512_and_si512(n1, m0f), _mm512_and_si512(_mm512_slli_epi16(hb, 4), m30));
-        q[1] = _mm512_or_si512(_mm512_and_si512(n2, m0f), _mm512_and_si512(_mm512_slli_epi16(hb, 2), m30));
-        q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n1, 4), m0f), _mm512_and_si512(hb, m30));
-        q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n2, 4), m0f),
-                               _mm512_and_si512(_mm512_srli_epi16(hb, 2), m30));
+        q6k_triple_quants(tri, h, q);
         IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
           const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs);
           IGNIS_UNROLL for (int u = 0; u < 4; ++u) a[t][u] = dpbusd_bcast(a[t][u], q[u], xq + 4 * (h + 16 * u));
