@@ -116,7 +116,30 @@ constexpr VecDotEntry kAvx512[] = {
     IGNIS_X86_QUANT_KERNELS,
 };
 
-constexpr ActQuantEntry kAvx512Act[] = {IGNIS_X86_ACT_QUANTIZERS};
+// Q8_0 activations with 512-bit vectors: the AVX2 quantizer's operations on one block in two registers
+// (max of |x| ignoring NaN lanes, then x * (127 / amax) rounded to even; the saturating narrow gives what
+// the AVX2 packs give, also -128 for NaN), so the bytes are the scalar twin's.
+// NOTE: the AVX2 quantizer was 3.0% of Qwen2.5-0.5B Q4_0 pp512 at 2 threads on a 2-core Xeon (perf
+// record); with this one, alternated 3 times, 1237-1284 -> 1267-1300 t/s.
+void act_q8_0_avx512(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ8_0*>(dst);
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
+    const __m512 v0 = _mm512_loadu_ps(src), v1 = _mm512_loadu_ps(src + 16);
+    const __m512 m = _mm512_max_ps(_mm512_andnot_ps(sign, v1), _mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_setzero_ps()));
+    const float amax = _mm512_reduce_max_ps(m);
+    const float d = amax / 127;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    b[i].d = f2h(d);
+    const __m512 vid = _mm512_set1_ps(id);
+    constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(b[i].qs), _mm512_cvtsepi32_epi8(_mm512_cvt_roundps_epi32(_mm512_mul_ps(v0, vid), kRne)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(b[i].qs + 16),
+                     _mm512_cvtsepi32_epi8(_mm512_cvt_roundps_epi32(_mm512_mul_ps(v1, vid), kRne)));
+  }
+}
+
+constexpr ActQuantEntry kAvx512Act[] = {{DType::Q8_0, act_q8_0_avx512}, {DType::Q8_1, act_q8_1}, {DType::Q8_K, act_q8_k}};
 
 }  // namespace
 
