@@ -186,7 +186,7 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
   const int64_t nb = f16 ? w.n_in : w.n_in / dtype_traits(w.type)->block_size;
   const size_t act_row = packed_act_row_bytes(w.type, w.n_in);
   // AMX prefill: for the 32-element types the activations' scales also go to a block-major table (the
-  // Q4_K kernel reads each row's super-block scales itself).
+  // K-quant kernels read each row's super-block scales themselves).
   const bool amx = k.dott && n_tokens >= kAmxTokens;
   const bool amx_table = amx && dtype_traits(w.type)->block_size == 32;
   thread_local std::vector<uint8_t> act_buf, table_buf;

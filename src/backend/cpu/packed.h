@@ -114,7 +114,7 @@ using PackedDotFn = void (*)(int64_t nb, const uint8_t* group, const uint8_t* x,
 // The AMX kernels' form: n_tiles tiles of kAmxTileTokens tokens (all sharing one unpacking of the row
 // group's weights), with `scales` the tokens' block-major scale table (made by amx_table_column from
 // their activation rows, starting at the table entry of the first token) for the 32-element types; null
-// for Q4_K, whose kernel reads each row's super-block scales itself.
+// for the K-quants (Q4_K, Q6_K), whose kernels read each row's super-block scales themselves.
 using PackedTileDotFn = void (*)(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride,
                                  const uint8_t* scales, float* out, int64_t out_stride, int n_rows, int n_tiles);
 // Two row groups (the second at group + group_bytes; n_groups = 1 for a last odd group) x n_pair tokens;
