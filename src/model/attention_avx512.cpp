@@ -13,12 +13,11 @@
 #include <limits>
 
 #include "model/attention_kernel.h"
+#include "model/attention_avx512.h"
 #include "model/vec_math_avx512.h"
 
 namespace ignis::model {
 namespace {
-
-#define IGNIS_UNROLL _Pragma("GCC unroll 16")
 
 // The sum tree of 16 score vectors t[0..15] (lane j of the result = sum of the 16 lanes of t[j]), a
 // fixed order that never depends on data, taken in two steps so that only a quarter of it is live at a
@@ -85,27 +84,6 @@ inline void chunk_weights(__m512 raw, int nj, float scale, float& m, float* lv, 
   *va = _mm512_cvtss_f32(vf);
 }
 
-// Phase 2: NV query vectors' outputs (ov[v], head_dim floats each) take the chunk's V rows with their
-// weights (pw[v]), after the rescale phase 1 asked for. The vectors share every V load; each vector's
-// arithmetic is the same alone or paired.
-template <int ND, int NV>
-inline void chunk_values(const float* const vp[16], int nj, float* const ov[NV], const float* const pw[NV],
-                         const float va[NV]) {
-  __m512 o[NV][ND];
-  IGNIS_UNROLL for (int v = 0; v < NV; ++v) {
-    const __m512 f = _mm512_set1_ps(va[v]);
-    IGNIS_UNROLL for (int c = 0; c < ND; ++c) o[v][c] = _mm512_mul_ps(_mm512_loadu_ps(ov[v] + 16 * c), f);
-  }
-  IGNIS_UNROLL for (int i = 0; i < 16; ++i) {
-    if (i >= nj) break;
-    IGNIS_UNROLL for (int c = 0; c < ND; ++c) {
-      const __m512 vv = _mm512_loadu_ps(vp[i] + 16 * c);
-      IGNIS_UNROLL for (int v = 0; v < NV; ++v) o[v][c] = _mm512_fmadd_ps(_mm512_set1_ps(pw[v][i]), vv, o[v][c]);
-    }
-  }
-  IGNIS_UNROLL for (int v = 0; v < NV; ++v) IGNIS_UNROLL for (int c = 0; c < ND; ++c) _mm512_storeu_ps(ov[v] + 16 * c, o[v][c]);
-}
-
 // NOTE (two phases per row and chunk): first every head's softmax weights, then every head's outputs.
 // One vector's chunk is a long dependent chain (scores, horizontal sum, max, exp, then 16-deep FMA chains
 // into the output), and done a vector at a time the core overlapped little of one vector's chain with
@@ -167,7 +145,7 @@ void attend(const AttnTile& t, float* scratch) {
       int h = 0;
       if constexpr (kValHeads >= 4) for (; h + 4 <= nh; h += 4) values.template operator()<4>(h);
       if constexpr (kValHeads >= 2) for (; h + 2 <= nh; h += 2) values.template operator()<2>(h);
-      if (h < nh) values.template operator()<1>(h);
+      for (; h < nh; ++h) values.template operator()<1>(h);
     }
   });
   for (int64_t r = 0; r < t.n_rows; ++r)

@@ -107,5 +107,8 @@ using AttnTileFn = void (*)(const AttnTile& tile, float* scratch);
 void attend_tile_portable(const AttnTile& tile, float* scratch);
 void attend_tile_avx2(const AttnTile& tile, float* scratch);    // head_dim % 8 == 0, <= 256; else the portable loops
 void attend_tile_avx512(const AttnTile& tile, float* scratch);  // head_dim % 16 == 0, <= 256
+// AMX-BF16 (attention_amx.cpp): f16 pages, head_dim % 32 == 0, <= 256; only call when
+// cpu::amx_bf16_supported(). Uses thread_local memory of its own, not scratch.
+void attend_tile_amx(const AttnTile& tile, float* scratch);
 
 }  // namespace ignis::model

@@ -374,8 +374,6 @@ WeightView PackedStore::add_fused(std::span<const WeightView> parts) {
   return f;
 }
 
-namespace {
-
 bool use_amx() {
   static const bool on = [] {
     const char* env = std::getenv("IGNIS_AMX");
@@ -383,8 +381,6 @@ bool use_amx() {
   }();
   return on;
 }
-
-}  // namespace
 
 PackedKernels packed_kernels(DType t) {
   if (best_isa() == Isa::kAvx512) return use_amx() ? packed_kernels_amx(t) : packed_kernels_avx512(t);

@@ -166,6 +166,10 @@ PackedKernels packed_kernels_avx2(DType t);    // only call when AVX2 is support
 // True if the CPU has AMX-INT8 and the OS granted this process the tile state (asked for on the first
 // call). packed_kernels uses AMX for Q4_0, Q5_0, Q8_0, Q4_K and Q6_K prefill when this holds, unless IGNIS_AMX=0.
 bool amx_supported();
+// amx_supported() and AMX-BF16 as well (attention's tile kernel, model/attention_amx.cpp).
+bool amx_bf16_supported();
+// amx_supported() and allowed: the CPU path is AVX-512 (IGNIS_ISA) and IGNIS_AMX is not 0.
+bool use_amx();
 // packed_kernels_avx512(t) with AMX-INT8 dott for Q4_0, Q5_0, Q8_0, Q4_K, Q6_K (packed_amx.cpp); only call when
 // amx_supported().
 PackedKernels packed_kernels_amx(DType t);

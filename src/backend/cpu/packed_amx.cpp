@@ -410,6 +410,13 @@ void amx_table_column(const uint8_t* x_row, int64_t nb, int64_t t, uint8_t* tabl
   for (int64_t b = 0; b < nb; ++b) std::memcpy(&dxs[b * kTileTokens + m], x_row + nb * 32 + 4 * b, 4);
 }
 
+bool amx_bf16_supported() {
+  if (!amx_supported()) return false;
+  unsigned a, b, c, d;
+  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+  return (d >> 22) & 1;
+}
+
 bool amx_supported() {
   // NOTE: Linux hands out the 8 KiB tile state only to processes that ask (ARCH_REQ_XCOMP_PERM); the
   // permission covers every thread of the process, so one request before the first kernel suffices.

@@ -1,0 +1,34 @@
+// AVX-512 pieces shared by the attention kernels of attention_avx512.cpp and attention_amx.cpp.
+// Internal linkage on purpose: each including file gets its own copy.
+#pragma once
+
+#include <immintrin.h>
+
+namespace ignis::model {
+namespace {
+
+#define IGNIS_UNROLL _Pragma("GCC unroll 16")
+
+// Phase 2: NV query vectors' outputs (ov[v], head_dim floats each) take the chunk's V rows with their
+// weights (pw[v]), after the rescale phase 1 asked for. The vectors share every V load; each vector's
+// arithmetic is the same alone or paired.
+template <int ND, int NV>
+inline void chunk_values(const float* const vp[16], int nj, float* const ov[NV], const float* const pw[NV],
+                         const float va[NV]) {
+  __m512 o[NV][ND];
+  IGNIS_UNROLL for (int v = 0; v < NV; ++v) {
+    const __m512 f = _mm512_set1_ps(va[v]);
+    IGNIS_UNROLL for (int c = 0; c < ND; ++c) o[v][c] = _mm512_mul_ps(_mm512_loadu_ps(ov[v] + 16 * c), f);
+  }
+  IGNIS_UNROLL for (int i = 0; i < 16; ++i) {
+    if (i >= nj) break;
+    IGNIS_UNROLL for (int c = 0; c < ND; ++c) {
+      const __m512 vv = _mm512_loadu_ps(vp[i] + 16 * c);
+      IGNIS_UNROLL for (int v = 0; v < NV; ++v) o[v][c] = _mm512_fmadd_ps(_mm512_set1_ps(pw[v][i]), vv, o[v][c]);
+    }
+  }
+  IGNIS_UNROLL for (int v = 0; v < NV; ++v) IGNIS_UNROLL for (int c = 0; c < ND; ++c) _mm512_storeu_ps(ov[v] + 16 * c, o[v][c]);
+}
+
+}  // namespace
+}  // namespace ignis::model

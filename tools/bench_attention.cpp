@@ -1,0 +1,105 @@
+// ignis-bench-attention: the attention tile kernels (model/attention_kernel.h) this CPU has, side by
+// side on one KV head of an f16 cache, in ns per query vector and 16-position chunk (best of the
+// repetitions, kernels alternated). Prefill: a causal prompt of CTX positions in tiles of the rows each
+// kernel gets from attention.cpp; decode: one row at position CTX.
+//   ignis-bench-attention HEAD_DIM HEADS CTX [REPS]   (HEADS: the query heads sharing the KV head)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/packed.h"
+#include "core/fp16.h"
+#include "model/attention_kernel.h"
+
+using namespace ignis;
+using namespace ignis::model;
+
+namespace {
+
+struct Kernel {
+  const char* name;
+  AttnTileFn fn;
+  int64_t rows;  // prefill rows per tile (attention.cpp's choice)
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: ignis-bench-attention HEAD_DIM HEADS CTX [REPS]\n");
+    return 2;
+  }
+  const int64_t d = std::atoll(argv[1]), nh = std::atoll(argv[2]), ctx = std::atoll(argv[3]);
+  const int reps = argc > 4 ? std::atoi(argv[4]) : 20;
+  if (d <= 0 || d % 32 != 0 || d > 256 || nh <= 0 || nh > 64 || ctx <= 0 || ctx > (1 << 20) || reps <= 0) {
+    std::fprintf(stderr, "HEAD_DIM must be a multiple of 32 up to 256, HEADS 1..64, CTX 1..2^20, REPS > 0\n");
+    return 2;
+  }
+  __builtin_cpu_init();
+  std::vector<Kernel> kernels;
+  if (__builtin_cpu_supports("avx512f")) kernels.push_back({"avx512", attend_tile_avx512, 8});
+  if (cpu::amx_bf16_supported()) kernels.push_back({"amx", attend_tile_amx, 32});
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) kernels.push_back({"avx2", attend_tile_avx2, 8});
+  const int64_t width = 2 * d, page = 256, n_pages = (ctx + page) / page;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<std::vector<uint16_t>> kp(n_pages, std::vector<uint16_t>(page * width)), vp = kp;
+  for (auto* pages : {&kp, &vp})
+    for (auto& p : *pages)
+      for (auto& x : p) x = f32_to_f16(nd(rng));
+  std::vector<const void*> kptr, vptr;
+  for (auto& p : kp) kptr.push_back(p.data());
+  for (auto& p : vp) vptr.push_back(p.data());
+  const int64_t q_stride = nh * d;
+  std::vector<float> q(ctx * q_stride), out(ctx * q_stride), scratch(1 << 20);
+  for (auto& x : q) x = nd(rng);
+  auto* s = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
+  auto tile = [&](int64_t r0, int64_t n_rows, int64_t n_kv0) {
+    AttnTile t;
+    t.head_dim = d;
+    t.scale = 1.0f / 8;
+    t.k_pages = kptr.data();
+    t.v_pages = vptr.data();
+    t.page = page;
+    t.width = width;
+    t.q = q.data() + r0 * q_stride;
+    t.out = out.data() + r0 * q_stride;
+    t.q_stride = q_stride;
+    t.n_rows = n_rows;
+    t.n_heads = nh;
+    t.n_kv0 = n_kv0;
+    return t;
+  };
+  // Returns the pairs (vector, chunk) one pass computes.
+  auto pass = [&](const Kernel& k, bool decode) {
+    double pairs = 0;
+    if (decode) {
+      k.fn(tile(0, 1, ctx), s);
+      return double(nh * ((ctx + 15) / 16));
+    }
+    for (int64_t r0 = 0; r0 < ctx; r0 += k.rows) {
+      const int64_t n = std::min(k.rows, ctx - r0);
+      k.fn(tile(r0, n, r0 + 1), s);
+      for (int64_t r = 0; r < n; ++r) pairs += double(nh * ((r0 + r + 16) / 16));
+    }
+    return pairs;
+  };
+  std::printf("head_dim %lld, %lld query heads per KV head, %lld positions: ns per (query vector, 16-position chunk)\n",
+              static_cast<long long>(d), static_cast<long long>(nh), static_cast<long long>(ctx));
+  for (const bool decode : {false, true}) {
+    std::vector<double> best(kernels.size(), 1e30);
+    for (int r = 0; r < reps; ++r)
+      for (size_t i = 0; i < kernels.size(); ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const double pairs = pass(kernels[i], decode);
+        const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        best[i] = std::min(best[i], dt * 1e9 / pairs);
+      }
+    for (size_t i = 0; i < kernels.size(); ++i)
+      std::printf("  %-7s %-6s %8.2f\n", decode ? "decode" : "prefill", kernels[i].name, best[i]);
+  }
+  return 0;
+}
