@@ -205,35 +205,38 @@ TEST(AttentionKernel, LongContextWithScoresBeyondExpRange) {
 
 // A row's output is bit-identical whatever tile holds it. And the heads of a tile can be cut into slices
 // (attend_spans splits a KV head's group across threads) while a kernel may take a row's heads together
-// (AVX2: in pairs; AVX-512: scores in pairs, softmax and values in fours): a head's output is
-// bit-identical alone, in a slice of four, and among all five.
+// (AVX2: in pairs; AVX-512: scores in pairs, softmax and values in fours; AMX: groups of 16 vectors, with
+// the softmax down the score tile for full groups and per vector for small ones, and V read in place for
+// a single small group): a head's output is bit-identical alone, in a slice, and among all of them.
 TEST(AttentionKernel, ResultDoesNotDependOnItsTileOrHeadSlice) {
-  const Case c{64, 5, 11, 20, 16, 0.125f};
-  for (const Kernel& k : kernels()) {
-    const Problem pb(c, 5, 1.0f);
-    const Pages pages(pb.keys, pb.vals, pb.n_kv_max, pb.width, c.page);
-    std::vector<float> whole(c.n_rows * pb.q_stride, 0.0f), split(whole.size(), 0.0f), single(whole.size(), 0.0f);
-    run(k.fn, pb.tile(pages, whole.data(), 0, c.n_rows));
-    run(k.fn, pb.tile(pages, split.data(), 0, 4));
-    run(k.fn, pb.tile(pages, split.data(), 4, 7));
-    for (int64_t r = 0; r < c.n_rows; ++r) run(k.fn, pb.tile(pages, single.data(), r, 1));
-    EXPECT_EQ(whole, split) << k.name;
-    EXPECT_EQ(whole, single) << k.name;
+  const Case cases[] = {{64, 5, 11, 20, 16, 0.125f}, {128, 2, 12, 40, 7, 0.0884f}};
+  for (const Case& c : cases)
+    for (const Kernel& k : kernels()) {
+      if (!k.takes(c.head_dim, true)) continue;
+      const Problem pb(c, 5, 1.0f);
+      const Pages pages(pb.keys, pb.vals, pb.n_kv_max, pb.width, c.page);
+      std::vector<float> whole(c.n_rows * pb.q_stride, 0.0f), split(whole.size(), 0.0f), single(whole.size(), 0.0f);
+      run(k.fn, pb.tile(pages, whole.data(), 0, c.n_rows));
+      run(k.fn, pb.tile(pages, split.data(), 0, 4));
+      run(k.fn, pb.tile(pages, split.data(), 4, c.n_rows - 4));
+      for (int64_t r = 0; r < c.n_rows; ++r) run(k.fn, pb.tile(pages, single.data(), r, 1));
+      EXPECT_EQ(whole, split) << k.name << " head_dim " << c.head_dim;
+      EXPECT_EQ(whole, single) << k.name << " head_dim " << c.head_dim;
 
-    std::vector<float> alone(whole.size(), 0.0f), sliced(whole.size(), 0.0f);
-    auto heads = [&](float* out, int64_t h0, int64_t n) {
-      AttnTile t = pb.tile(pages, out, 0, c.n_rows);
-      t.q += h0 * c.head_dim;
-      t.out += h0 * c.head_dim;
-      t.n_heads = n;
-      run(k.fn, t);
-    };
-    for (int64_t h = 0; h < c.n_heads; ++h) heads(alone.data(), h, 1);
-    heads(sliced.data(), 0, 1);
-    heads(sliced.data(), 1, 4);
-    EXPECT_EQ(whole, alone) << k.name;
-    EXPECT_EQ(whole, sliced) << k.name;
-  }
+      std::vector<float> alone(whole.size(), 0.0f), sliced(whole.size(), 0.0f);
+      auto heads = [&](float* out, int64_t h0, int64_t n) {
+        AttnTile t = pb.tile(pages, out, 0, c.n_rows);
+        t.q += h0 * c.head_dim;
+        t.out += h0 * c.head_dim;
+        t.n_heads = n;
+        run(k.fn, t);
+      };
+      for (int64_t h = 0; h < c.n_heads; ++h) heads(alone.data(), h, 1);
+      heads(sliced.data(), 0, 1);
+      heads(sliced.data(), 1, c.n_heads - 1);
+      EXPECT_EQ(whole, alone) << k.name << " head_dim " << c.head_dim;
+      EXPECT_EQ(whole, sliced) << k.name << " head_dim " << c.head_dim;
+    }
 }
 
 }  // namespace
