@@ -1,7 +1,7 @@
 // Causal grouped-query attention over KvCache pages (blocks.h: attention, attention_batch), built on
 // the tiled kernel of attention_kernel.h.
 //
-// NOTE (work split): an item is (sequence, KV head, tile of up to kRowsPerTile rows, slice of the query
+// NOTE (work split): an item is (sequence, KV head, tile of up to rows_per_tile rows, slice of the query
 // heads sharing the KV head). Causal rows cost in proportion to their position, so items are sorted by
 // cost, largest first, and threads pull them from an atomic counter: a static split of a long prompt's
 // rows left one core waiting for the other most of the attention time. Head slices are cut only when
@@ -55,7 +55,8 @@ struct Item {
 
 void attend_spans(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, const AttentionShape& sh,
                   const float* q, float* out) {
-  const auto [kernel, kRowsPerTile] = pick_kernel(sh.head_dim, spans[0].cache->kv_type() == DType::F16);
+  const bool all_f16 = std::all_of(spans.begin(), spans.end(), [](const SeqSpan& sp) { return sp.cache->kv_type() == DType::F16; });
+  const auto [kernel, rows_per_tile] = pick_kernel(sh.head_dim, all_f16);
   const int64_t width = spans[0].cache->kv_width();
   const int64_t group = sh.n_head / sh.n_head_kv;
   const int64_t d = sh.head_dim;
@@ -74,7 +75,7 @@ void attend_spans(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, 
       k_pages[si][p] = sp.cache->k_page(il, p);
       v_pages[si][p] = sp.cache->v_page(il, p);
     }
-    n_tiles += (sp.n_tokens + kRowsPerTile - 1) / kRowsPerTile;
+    n_tiles += (sp.n_tokens + rows_per_tile - 1) / rows_per_tile;
   }
   const int64_t nth = pool.n_threads();
   const int64_t n_slices = std::clamp<int64_t>((2 * nth + n_tiles * sh.n_head_kv - 1) / (n_tiles * sh.n_head_kv), 1, group);
@@ -84,8 +85,8 @@ void attend_spans(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, 
   int64_t work = 0;
   for (size_t si = 0; si < spans.size(); ++si) {
     const SeqSpan& sp = spans[si];
-    for (int64_t r0 = 0; r0 < sp.n_tokens; r0 += kRowsPerTile) {
-      const int64_t n_rows = std::min(kRowsPerTile, sp.n_tokens - r0);
+    for (int64_t r0 = 0; r0 < sp.n_tokens; r0 += rows_per_tile) {
+      const int64_t n_rows = std::min(rows_per_tile, sp.n_tokens - r0);
       const int64_t cost = n_rows * (sp.pos0 + r0 + 1 + n_rows / 2);
       for (int64_t kvh = 0; kvh < sh.n_head_kv; ++kvh)
         for (int64_t sl = 0; sl < n_slices; ++sl)
