@@ -23,6 +23,7 @@ struct Kernel {
   const char* name;
   AttnTileFn fn;
   int64_t rows;  // prefill rows per tile (attention.cpp's choice)
+  int64_t (*scratch_floats)(const AttnTile&) = attn_scratch_floats;
 };
 
 }  // namespace
@@ -41,7 +42,7 @@ int main(int argc, char** argv) {
   __builtin_cpu_init();
   std::vector<Kernel> kernels;
   if (__builtin_cpu_supports("avx512f")) kernels.push_back({"avx512", attend_tile_avx512, 8});
-  if (cpu::amx_bf16_supported()) kernels.push_back({"amx", attend_tile_amx, 32});
+  if (cpu::amx_bf16_supported()) kernels.push_back({"amx", attend_tile_amx, 32, attn_amx_scratch_floats});
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) kernels.push_back({"avx2", attend_tile_avx2, 8});
   const int64_t width = 2 * d, page = 256, n_pages = (ctx + page) / page;
   std::mt19937 rng(1);
@@ -54,9 +55,8 @@ int main(int argc, char** argv) {
   for (auto& p : kp) kptr.push_back(p.data());
   for (auto& p : vp) vptr.push_back(p.data());
   const int64_t q_stride = nh * d;
-  std::vector<float> q(ctx * q_stride), out(ctx * q_stride), scratch(1 << 20);
+  std::vector<float> q(ctx * q_stride), out(ctx * q_stride), scratch;
   for (auto& x : q) x = nd(rng);
-  auto* s = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
   auto tile = [&](int64_t r0, int64_t n_rows, int64_t n_kv0) {
     AttnTile t;
     t.head_dim = d;
@@ -73,16 +73,20 @@ int main(int argc, char** argv) {
     t.n_kv0 = n_kv0;
     return t;
   };
+  auto call = [&](const Kernel& k, const AttnTile& t) {
+    if (scratch.size() < static_cast<size_t>(k.scratch_floats(t) + 16)) scratch.resize(k.scratch_floats(t) + 16);
+    k.fn(t, reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63}));
+  };
   // Returns the pairs (vector, chunk) one pass computes.
   auto pass = [&](const Kernel& k, bool decode) {
     double pairs = 0;
     if (decode) {
-      k.fn(tile(0, 1, ctx), s);
+      call(k, tile(0, 1, ctx));
       return double(nh * ((ctx + 15) / 16));
     }
     for (int64_t r0 = 0; r0 < ctx; r0 += k.rows) {
       const int64_t n = std::min(k.rows, ctx - r0);
-      k.fn(tile(r0, n, r0 + 1), s);
+      call(k, tile(r0, n, r0 + 1));
       for (int64_t r = 0; r < n; ++r) pairs += double(nh * ((r0 + r + 16) / 16));
     }
     return pairs;

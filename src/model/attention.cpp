@@ -28,6 +28,7 @@ namespace {
 struct Kernel {
   AttnTileFn fn;
   int64_t rows_per_tile;
+  int64_t (*scratch_floats)(const AttnTile&) = attn_scratch_floats;
 };
 
 // The kernel for head_dim and the cache type on this CPU (IGNIS_AMX=0 leaves AMX out); the CPU is probed once.
@@ -38,7 +39,7 @@ Kernel pick_kernel(int64_t head_dim, bool kv_f16) {
   }();
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   static const bool amx = avx512 && cpu::use_amx() && cpu::amx_bf16_supported();
-  if (amx && kv_f16 && head_dim % 32 == 0 && head_dim <= 256) return {attend_tile_amx, 32};
+  if (amx && kv_f16 && head_dim % 32 == 0 && head_dim <= 256) return {attend_tile_amx, 32, attn_amx_scratch_floats};
   if (avx512 && head_dim % 16 == 0 && head_dim <= 256) return {attend_tile_avx512, 8};
   if (avx2) return {attend_tile_avx2, 8};
   return {attend_tile_portable, 8};
@@ -56,7 +57,8 @@ struct Item {
 void attend_spans(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, const AttentionShape& sh,
                   const float* q, float* out) {
   const bool all_f16 = std::all_of(spans.begin(), spans.end(), [](const SeqSpan& sp) { return sp.cache->kv_type() == DType::F16; });
-  const auto [kernel, rows_per_tile] = pick_kernel(sh.head_dim, all_f16);
+  const Kernel kernel = pick_kernel(sh.head_dim, all_f16);
+  const int64_t rows_per_tile = kernel.rows_per_tile;
   const int64_t width = spans[0].cache->kv_width();
   const int64_t group = sh.n_head / sh.n_head_kv;
   const int64_t d = sh.head_dim;
@@ -116,9 +118,9 @@ void attend_spans(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, 
     t.n_rows = it.n_rows;
     t.n_heads = g1 - g0;
     t.n_kv0 = sp.pos0 + it.row0 + 1;
-    scratch.resize(static_cast<size_t>(attn_scratch_floats(t) + 16));
+    scratch.resize(static_cast<size_t>(kernel.scratch_floats(t) + 16));
     auto* s = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
-    kernel(t, s);
+    kernel.fn(t, s);
   };
 
   // Small steps (decode over short contexts) run inline: waking the workers costs more.

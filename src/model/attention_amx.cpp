@@ -32,7 +32,7 @@
 // batches of V rows widened at once (64 KiB at head_dim 128, past L1): decode 2.5x.
 //
 // Thread safety: the tile configuration is loaded at the start of every call and released at its end;
-// the kernel's working memory is thread_local (the caller's scratch is not used).
+// the working memory is the caller's scratch (attn_amx_scratch_floats).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
@@ -42,6 +42,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -286,24 +287,32 @@ inline void softmax_rows(const Tile& cs, int64_t j0, float scale, Group& gr, flo
   }
 }
 
+// Batches of chunks per head width (at head_dim 64 and below, 2).
+constexpr int batch_for(int64_t head_dim) { return head_dim <= 64 ? 2 : kBatch; }
+
+// The working memory in floats: Q (hi, lo tiles) per group and 32 dims; a batch of chunks' K tiles;
+// per group and chunk of the batch its scores, twice (this batch's and the next's); one chunk's V rows
+// as f32; the outputs, head_dim floats per vector; the groups.
+// NOTE: this stays near L1's size for decode (one group): with the V rows of a whole batch widened as
+// well (64 KiB at head_dim 128) decode of Qwen3-0.6B's shape ran 2.5x the FMA kernel's time.
+int64_t scratch_floats(const AttnTile& t) {
+  const int64_t d = t.head_dim, nt = d / 32, n_vec = t.n_rows * t.n_heads, n_grp = (n_vec + kGroup - 1) / kGroup;
+  const int64_t kb = batch_for(d);
+  const int64_t tiles = n_grp * nt * 2 + kb * 2 * nt + 2 * n_grp * kb + d / 16;
+  return tiles * 256 + (n_vec * d + 15) / 16 * 16 + n_grp * static_cast<int64_t>(sizeof(Group) / sizeof(float));
+}
+
 template <int ND>
-void attend(const AttnTile& t) {
+void attend(const AttnTile& t, float* scratch) {
   constexpr int64_t d = 16 * ND, nt = ND / 2;
   constexpr int kVals = ND <= 4 ? 4 : ND <= 8 ? 2 : 1;  // vectors per V pass (as attention_avx512.cpp)
   // NOTE: decode of one KV head's 4 query heads of 64 (Llama-3.2-1B's shape) ran 78-80 ns per vector and
   // chunk with batches of 4 chunks, 61-68 with 2; at head_dim 128, 2 were slower than 4 (251 vs 229).
-  constexpr int kB = ND <= 4 ? 2 : kBatch;
+  constexpr int kB = batch_for(16 * ND);
   const int64_t n_vec = t.n_rows * t.n_heads, n_grp = (n_vec + kGroup - 1) / kGroup;
   const int64_t n_kv_max = t.n_kv0 + t.n_rows - 1;
-  // Working memory: Q (hi, lo tiles) per group and 32 dims; a batch of chunks' K tiles; per group and
-  // chunk of the batch its scores; one chunk's V rows as f32; the outputs, d floats per vector.
-  // NOTE: this stays near L1's size for decode (one group): with the V rows of a whole batch widened
-  // as well (64 KiB at head_dim 128) decode of Qwen3-0.6B's shape ran 2.5x the FMA kernel's time.
-  const int64_t q_tiles = n_grp * nt * 2, k_tiles = kB * 2 * nt;
-  thread_local std::vector<Tile> mem;
-  const size_t need = static_cast<size_t>(q_tiles + k_tiles + 2 * n_grp * kB + d / 16 + (n_vec * d + 255) / 256);
-  if (mem.size() < need) mem.resize(need);
-  Tile* qt = mem.data();
+  const int64_t q_tiles = n_grp * nt * 2;
+  Tile* qt = reinterpret_cast<Tile*>(scratch);
   ChunkK ck[kBatch];
   Tile* p = qt + q_tiles;
   for (int b = 0; b < kB; ++b) {
@@ -314,8 +323,8 @@ void attend(const AttnTile& t) {
   auto* vrows = reinterpret_cast<float*>(cs + 2 * n_grp * kB);
   auto* o = vrows + 16 * d;  // [vector][d]
   std::fill(o, o + n_vec * d, 0.0f);
-  thread_local std::vector<Group> groups;
-  groups.assign(static_cast<size_t>(n_grp), Group{});
+  auto* groups = reinterpret_cast<Group*>(o + (n_vec * d + 15) / 16 * 16);
+  for (int64_t g = 0; g < n_grp; ++g) new (&groups[g]) Group{};
 
   // Q as B tiles: row k, column n = pair (dims 32 j + k, 32 j + 16 + k) of the group's vector n.
   for (int64_t g = 0; g < n_grp; ++g) {
@@ -435,10 +444,12 @@ void attend(const AttnTile& t) {
 
 template <int... N>
 constexpr auto make_table(std::integer_sequence<int, N...>) {
-  return std::array<AttnTileFn, sizeof...(N)>{[](const AttnTile& t, float*) { attend<2 * (N + 1)>(t); }...};
+  return std::array<AttnTileFn, sizeof...(N)>{attend<2 * (N + 1)>...};
 }
 
 }  // namespace
+
+int64_t attn_amx_scratch_floats(const AttnTile& tile) { return scratch_floats(tile); }
 
 void attend_tile_amx(const AttnTile& tile, float* scratch) {
   // NOTE: attention.cpp routes only f16 pages with head_dim % 32 == 0 and <= 256 here.

@@ -108,7 +108,8 @@ void attend_tile_portable(const AttnTile& tile, float* scratch);
 void attend_tile_avx2(const AttnTile& tile, float* scratch);    // head_dim % 8 == 0, <= 256; else the portable loops
 void attend_tile_avx512(const AttnTile& tile, float* scratch);  // head_dim % 16 == 0, <= 256
 // AMX-BF16 (attention_amx.cpp): f16 pages, head_dim % 32 == 0, <= 256; only call when
-// cpu::amx_bf16_supported(). Uses thread_local memory of its own, not scratch.
+// cpu::amx_bf16_supported(). Its scratch: attn_amx_scratch_floats(tile) floats, 64-byte aligned.
 void attend_tile_amx(const AttnTile& tile, float* scratch);
+int64_t attn_amx_scratch_floats(const AttnTile& tile);
 
 }  // namespace ignis::model

@@ -28,6 +28,7 @@ struct Kernel {
   // Max error relative to the naive attention's outputs. AMX carries Q and the scores' products to 16
   // significant bits (attention_amx.cpp); the FMA kernels take f32 Q whole.
   double tolerance = 2e-6;
+  int64_t (*scratch_floats)(const AttnTile&) = attn_scratch_floats;
   bool takes(int64_t head_dim, bool f16) const { return head_dim % width_step == 0 && (f16 || !f16_only); }
 };
 
@@ -36,7 +37,7 @@ std::vector<Kernel> kernels() {
   std::vector<Kernel> k{{"portable", attend_tile_portable, 1}};
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) k.push_back({"avx2", attend_tile_avx2, 1});
   if (__builtin_cpu_supports("avx512f")) k.push_back({"avx512", attend_tile_avx512, 16});
-  if (cpu::amx_bf16_supported()) k.push_back({"amx", attend_tile_amx, 32, true, 4e-5});
+  if (cpu::amx_bf16_supported()) k.push_back({"amx", attend_tile_amx, 32, true, 4e-5, attn_amx_scratch_floats});
   return k;
 }
 
@@ -112,10 +113,10 @@ struct Problem {
   }
 };
 
-void run(AttnTileFn fn, const AttnTile& t) {
-  std::vector<float> scratch(attn_scratch_floats(t) + 16);
+void run(const Kernel& k, const AttnTile& t) {
+  std::vector<float> scratch(k.scratch_floats(t) + 16);
   auto* s = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
-  fn(t, s);
+  k.fn(t, s);
 }
 
 // Max |out - naive| over the problem, relative to max |naive| (outputs are convex mixes of V rows).
@@ -166,7 +167,7 @@ TEST(AttentionKernel, MatchesNaiveSoftmaxPerIsa) {
         const Problem pb(c, seed++, 1.0f);
         const Pages pages(pb.keys, pb.vals, pb.n_kv_max, pb.width, c.page, f16);
         std::vector<float> out(c.n_rows * pb.q_stride, 0.0f);
-        run(k.fn, pb.tile(pages, out.data(), 0, c.n_rows));
+        run(k, pb.tile(pages, out.data(), 0, c.n_rows));
         EXPECT_LT(max_error(pb, out), k.tolerance) << k.name << (f16 ? " f16" : " f32") << " head_dim " << c.head_dim
                                             << " n_kv0 " << c.n_kv0;
       }
@@ -182,8 +183,8 @@ TEST(AttentionKernel, F16PagesGiveTheBitsOfF32PagesHoldingTheSameValues) {
       const Pages p16(pb.keys, pb.vals, pb.n_kv_max, pb.width, c.page, true);
       const Pages p32(pb.keys, pb.vals, pb.n_kv_max, pb.width, c.page, false);
       std::vector<float> a(c.n_rows * pb.q_stride, 0.0f), b(a.size(), 0.0f);
-      run(k.fn, pb.tile(p16, a.data(), 0, c.n_rows));
-      run(k.fn, pb.tile(p32, b.data(), 0, c.n_rows));
+      run(k, pb.tile(p16, a.data(), 0, c.n_rows));
+      run(k, pb.tile(p32, b.data(), 0, c.n_rows));
       EXPECT_EQ(a, b) << k.name << " head_dim " << c.head_dim << " n_kv0 " << c.n_kv0;
     }
 }
@@ -196,7 +197,7 @@ TEST(AttentionKernel, LongContextWithScoresBeyondExpRange) {
     const Problem pb(c, 77, 40.0f);
     const Pages pages(pb.keys, pb.vals, pb.n_kv_max, pb.width, c.page);
     std::vector<float> out(c.n_rows * pb.q_stride, 0.0f);
-    run(k.fn, pb.tile(pages, out.data(), 0, c.n_rows));
+    run(k, pb.tile(pages, out.data(), 0, c.n_rows));
     for (int64_t r = 0; r < c.n_rows; ++r)
       for (int64_t e = 0; e < c.n_heads * c.head_dim; ++e) ASSERT_TRUE(std::isfinite(out[r * pb.q_stride + e])) << k.name;
     EXPECT_LT(max_error(pb, out), 10 * k.tolerance) << k.name;
@@ -216,10 +217,10 @@ TEST(AttentionKernel, ResultDoesNotDependOnItsTileOrHeadSlice) {
       const Problem pb(c, 5, 1.0f);
       const Pages pages(pb.keys, pb.vals, pb.n_kv_max, pb.width, c.page);
       std::vector<float> whole(c.n_rows * pb.q_stride, 0.0f), split(whole.size(), 0.0f), single(whole.size(), 0.0f);
-      run(k.fn, pb.tile(pages, whole.data(), 0, c.n_rows));
-      run(k.fn, pb.tile(pages, split.data(), 0, 4));
-      run(k.fn, pb.tile(pages, split.data(), 4, c.n_rows - 4));
-      for (int64_t r = 0; r < c.n_rows; ++r) run(k.fn, pb.tile(pages, single.data(), r, 1));
+      run(k, pb.tile(pages, whole.data(), 0, c.n_rows));
+      run(k, pb.tile(pages, split.data(), 0, 4));
+      run(k, pb.tile(pages, split.data(), 4, c.n_rows - 4));
+      for (int64_t r = 0; r < c.n_rows; ++r) run(k, pb.tile(pages, single.data(), r, 1));
       EXPECT_EQ(whole, split) << k.name << " head_dim " << c.head_dim;
       EXPECT_EQ(whole, single) << k.name << " head_dim " << c.head_dim;
 
@@ -229,7 +230,7 @@ TEST(AttentionKernel, ResultDoesNotDependOnItsTileOrHeadSlice) {
         t.q += h0 * c.head_dim;
         t.out += h0 * c.head_dim;
         t.n_heads = n;
-        run(k.fn, t);
+        run(k, t);
       };
       for (int64_t h = 0; h < c.n_heads; ++h) heads(alone.data(), h, 1);
       heads(sliced.data(), 0, 1);
