@@ -48,7 +48,7 @@ TEST_P(Packed, ExactBlockDotsAndTokenInvariance) {
   const WeightView pv = store.add(WeightView{c.type, w.data(), c.n_in, c.n_out});
   ASSERT_TRUE(pv.packed);
   EXPECT_EQ(store.bytes(), packed_bytes(pv));
-  if (c.type == DType::F16) {
+  if (c.type == DType::F16 && !f16_on_amx()) {
     EXPECT_EQ(pv.data, w.data()) << "F16 is used in place";
   }
 
@@ -106,6 +106,13 @@ std::vector<Case> cases() {
   v.push_back({DType::F16, 4864, 16, 7});
   v.push_back({DType::F16, 100, 21, 5});  // fewer tokens than a multi-token group
   v.push_back({DType::F16, 2100, 21, 9});
+  // On AMX-BF16: two tiles and one, a partial tile left over (one call), element pairs and 32-element
+  // chunks cut by the row end, the prefill path (64 tokens or more) and the short one.
+  v.push_back({DType::F16, 896, 40, 80});
+  v.push_back({DType::F16, 100, 21, 70});
+  v.push_back({DType::F16, 37, 18, 67});
+  v.push_back({DType::F16, 4864, 17, 64});
+  v.push_back({DType::F16, 64, 33, 49});
   for (DType t : {DType::Q4_K, DType::Q6_K}) {
     for (int64_t nb = 1; nb <= 3; ++nb) v.push_back({t, 256 * nb, 5 + 11 * nb, nb == 2 ? 9 : 2});
     v.push_back({t, 1536, 32, 6});
@@ -130,7 +137,12 @@ TEST(PackedAmx, PrefillKernelsPresentWhereTheCpuHasAmx) {
     GTEST_SKIP() << "no AMX-INT8 here (or IGNIS_AMX=0)";
   for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K})
     EXPECT_NE(packed_kernels(t).dott, nullptr) << dtype_name(t);
-  EXPECT_EQ(packed_kernels(DType::F16).dott, nullptr);
+  if (amx_bf16_supported()) {
+    EXPECT_TRUE(f16_on_amx());
+    EXPECT_NE(packed_kernels(DType::F16).dott, nullptr);
+  } else {
+    EXPECT_EQ(packed_kernels(DType::F16).dott, nullptr);
+  }
 }
 
 TEST(PackedFused, EqualsSeparateProductsAndRefusesMisfits) {

@@ -61,7 +61,7 @@ TEST_P(BatchInvariance, ManySequencesEqualEachAlone) {
 
 INSTANTIATE_TEST_SUITE_P(Models, BatchInvariance,
                          ::testing::Values(std::string(IGNIS_SHARED_DIR) + "/models/stories260K.gguf",
-                                           data("tiny-qwen2-f32.gguf"), data("tiny-qwen2-q4_0.gguf"),
+                                           data("tiny-qwen2-f32.gguf"), data("tiny-qwen2-f16.gguf"), data("tiny-qwen2-q4_0.gguf"),
                                            data("tiny-llama-q8_0.gguf"), data("small-qwen3-q4_k_m.gguf")));
 
 TEST(ForwardBatch, RejectsASharedCacheAndBadTokensBeforeComputing) {

@@ -200,8 +200,8 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
     pack_activation(w.type, x + t * w.n_in, w.n_in, dst);
     if (amx_table) amx_table_column(dst, nb, t, table);
   });
-  // F16 keeps its row-major layout: a "group" is 16 consecutive rows.
-  const size_t group_bytes = f16 ? static_cast<size_t>(w.n_in) * 2 * kPackRows : packed_group_bytes(w.type, w.n_in);
+  // (F16 in place: a "group" is 16 consecutive rows; on AMX, see packed_f16_amx.cpp.)
+  const size_t group_bytes = packed_group_bytes(w.type, w.n_in);
   const auto* wb = static_cast<const uint8_t*>(w.data);
   const int64_t n_groups = (w.n_out + kPackRows - 1) / kPackRows;
   auto rows = [&](int64_t g) { return static_cast<int>(std::min<int64_t>(kPackRows, w.n_out - g * kPackRows)); };
@@ -213,14 +213,22 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
   };
   if (amx) {
     const size_t tile_table = amx_table_bytes(nb, kAmxTileTokens);
+    // Kernels whose multi-token form is a whole tile (F16) take the tokens left after the tiles in one
+    // call of their short form, not one call per token.
+    const int rest = k.n_multi == kAmxTileTokens && k.dotn_rest ? static_cast<int>(n_tokens % kAmxTileTokens) : 0;
     run_tiles(
         pool, n_groups, 1, group_bytes, n_tokens, act_row,
-        TileShape{kAmxTileTokens, k.n_multi, std::numeric_limits<int>::max(), kAmxActCacheBytes},
+        TileShape{kAmxTileTokens, rest > 1 ? rest : k.n_multi, std::numeric_limits<int>::max(), kAmxActCacheBytes},
         [&](int64_t g, int64_t t, int n_tiles) {
           k.dott(nb, wb + g * group_bytes, xb + t * act_row, act_row, table ? table + (t / kAmxTileTokens) * tile_table : nullptr,
                  y + t * w.n_out + g * kPackRows, w.n_out, rows(g), n_tiles);
         },
-        dotn, dot1);
+        [&](int64_t g, int64_t t) {
+          if (rest <= 1) return dotn(g, t);
+          k.dotn_rest(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out,
+                      rows(g), rest);
+        },
+        dot1);
     return;
   }
   if (k.dot_pair && (n_tokens >= k.n_pair || (k.dot_pair_rest && n_tokens > 1))) {

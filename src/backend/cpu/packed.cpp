@@ -139,10 +139,32 @@ void pack_block(DType t, const uint8_t* src, uint8_t* rec, int64_t k) {
   }
 }
 
+// F16 for AMX-BF16 (packed_f16_amx.cpp): element pair p of row k of a group goes to chunk p / 16, pair
+// row p % 16, slot k; a source row is read in order, the group (up to 152 KB) stays in cache.
+void pack_groups_f16(const WeightView& w, uint8_t* dst, int64_t row0, int64_t g_begin, int64_t g_end) {
+  const size_t group_bytes = packed_group_bytes(DType::F16, w.n_in);
+  const int64_t pairs = w.n_in / 2;
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    auto* group = reinterpret_cast<uint32_t*>(dst + (row0 / kR + g) * group_bytes);
+    std::memset(group, 0, group_bytes);
+    const int64_t n_rows = std::min(kR, w.n_out - g * kR);
+    for (int64_t k = 0; k < n_rows; ++k) {
+      const auto* src = static_cast<const uint16_t*>(w.data) + (g * kR + k) * w.n_in;
+      for (int64_t p = 0; p < pairs; ++p) {
+        uint32_t v;
+        std::memcpy(&v, src + 2 * p, 4);
+        group[p * kR + k] = v;
+      }
+      if (w.n_in % 2) group[pairs * kR + k] = src[w.n_in - 1];  // the odd last element, its pair's low half
+    }
+  }
+}
+
 // Packs row groups [g_begin, g_end) of w as groups row0 / kPackRows + g of the packed matrix at dst
 // (row0 a multiple of kPackRows). Each group is zeroed (rows past n_out stay 0, and Q5_0's bit masks are
 // or-ed in) and filled while it is in cache, from its rows read in order (one sequential stream).
 void pack_groups(const WeightView& w, uint8_t* dst, int64_t row0, int64_t g_begin, int64_t g_end) {
+  if (w.type == DType::F16) return pack_groups_f16(w, dst, row0, g_begin, g_end);
   const int64_t nb = w.n_in / block_elems(w.type);
   const size_t src_row = row_bytes(w.type, w.n_in);
   const size_t src_block = src_row / static_cast<size_t>(nb);
@@ -161,7 +183,8 @@ void pack_groups(const WeightView& w, uint8_t* dst, int64_t row0, int64_t g_begi
 // Packs the rows of w as rows row0.. of the packed matrix at dst (row0 a multiple of kPackRows), on
 // several threads for large matrices (load time: a 0.5B model has ~350 MB to repack).
 void pack_rows(const WeightView& w, uint8_t* dst, int64_t row0) {
-  if (packed_record_bytes(w.type) == 0 || w.n_in % block_elems(w.type) != 0 || row0 % kR != 0)
+  const bool f16 = w.type == DType::F16 && f16_on_amx();
+  if ((!f16 && (packed_record_bytes(w.type) == 0 || w.n_in % block_elems(w.type) != 0)) || row0 % kR != 0)
     fail("pack_weight: type {} with rows of {} cannot be packed", dtype_name(w.type), w.n_in);
   const size_t group_bytes = packed_group_bytes(w.type, w.n_in);
   const int64_t n_groups = row_groups(w.n_out);
@@ -227,11 +250,13 @@ void unpack_block(DType t, const uint8_t* rec, int64_t k, uint8_t* dst) {
 }  // namespace
 
 size_t packed_group_bytes(DType t, int64_t n_in) {
+  if (t == DType::F16)  // 1 KB chunks of 32 elements on AMX, else ggml's 16 rows in place
+    return f16_on_amx() ? static_cast<size_t>((n_in + 31) / 32) * 1024 : static_cast<size_t>(n_in) * 2 * kR;
   return static_cast<size_t>(n_in / block_elems(t)) * static_cast<size_t>(packed_record_bytes(t));
 }
 
 size_t packed_act_row_bytes(DType t, int64_t n_in) {
-  if (t == DType::F16) return static_cast<size_t>(n_in) * sizeof(float);
+  if (t == DType::F16) return static_cast<size_t>(f16_on_amx() ? (n_in + 31) / 32 * 32 : n_in) * sizeof(float);
   if (block_elems(t) == kQKK) return static_cast<size_t>(n_in / kQKK) * (sizeof(BlockQ8_K) + 64);
   return static_cast<size_t>(n_in / kQK) * (kQK + 8);
 }
@@ -245,7 +270,7 @@ bool can_pack(const WeightView& w) {
 }
 
 size_t packed_bytes(const WeightView& w) {
-  if (w.type == DType::F16) return 0;
+  if (w.type == DType::F16 && !f16_on_amx()) return 0;
   return packed_group_bytes(w.type, w.n_in) * static_cast<size_t>(row_groups(w.n_out));
 }
 
@@ -256,6 +281,12 @@ bool packed_rows_readable(DType t) { return t == DType::Q4_0 || t == DType::Q5_0
 void packed_get_row(const WeightView& w, int64_t row, float* dst) {
   if (!packed_rows_readable(w.type)) fail("get_row: packed {} rows cannot be read back", dtype_name(w.type));
   const DTypeTraits* tr = dtype_traits(w.type);
+  if (w.type == DType::F16 && f16_on_amx()) {
+    const auto* group = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(w.data) +
+                                                          packed_group_bytes(w.type, w.n_in) * static_cast<size_t>(row / kR));
+    for (int64_t i = 0; i < w.n_in; ++i) dst[i] = f16_to_f32(group[2 * ((i / 2) * kR + row % kR) + i % 2]);
+    return;
+  }
   if (w.type == DType::F16) {  // packed in place: ggml's rows
     tr->to_float(static_cast<const uint8_t*>(w.data) + row_bytes(w.type, w.n_in) * static_cast<size_t>(row), dst, w.n_in);
     return;
@@ -273,7 +304,8 @@ void packed_get_row(const WeightView& w, int64_t row, float* dst) {
 void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst) {
   if (t == DType::F16) {
     // Rounded to f16 as ggml-cpu converts F16 products' activations, kept as (exact) f32 values.
-    // (Packed F16 weights exist only where the AVX-512 or AVX2 kernels run.)
+    // (Packed F16 weights exist only where the AVX-512 or AVX2 kernels run.) On AMX: split for its tiles.
+    if (f16_on_amx()) return f16_split_activation(x, n_in, dst);
     if (best_isa() == Isa::kAvx512) {
       f16_round_avx512(x, reinterpret_cast<float*>(dst), n_in);
     } else {
@@ -342,7 +374,7 @@ uint8_t* PackedStore::alloc(size_t n, const WeightView& w) {
 WeightView PackedStore::add(const WeightView& w) {
   if (!can_pack(w)) return w;
   WeightView v = w;
-  if (w.type == DType::F16) {  // F16 keeps its layout: only the kernel (f32 activations) differs
+  if (w.type == DType::F16 && !f16_on_amx()) {  // F16 keeps its layout: only the kernel (f32 activations) differs
     v.packed = true;
     return v;
   }
@@ -359,7 +391,7 @@ WeightView PackedStore::add_fused(std::span<const WeightView> parts) {
   f.n_out = 0;
   for (const WeightView& p : parts) {
     // Every part but the last must fill whole row groups so the parts' rows stay consecutive.
-    if (!can_pack(p) || p.type != f.type || p.n_in != f.n_in || p.type == DType::F16) return {};
+    if (!can_pack(p) || p.type != f.type || p.n_in != f.n_in || (p.type == DType::F16 && !f16_on_amx())) return {};
     if (&p != &parts.back() && p.n_out % kR != 0) return {};
     f.n_out += p.n_out;
   }
@@ -379,6 +411,11 @@ bool use_amx() {
     const char* env = std::getenv("IGNIS_AMX");
     return !(env && std::strcmp(env, "0") == 0) && best_isa() == Isa::kAvx512 && amx_supported();
   }();
+  return on;
+}
+
+bool f16_on_amx() {
+  static const bool on = use_amx() && amx_bf16_supported();
   return on;
 }
 

@@ -9,7 +9,8 @@
 // one convert and one multiply-add with the 16 rows' scales; the 16 outputs come out as one vector with
 // no horizontal sums, for any row length.
 //
-// F16 weights are "packed" without a copy: they keep ggml's row-major layout, and the packed kernel
+// F16 weights are "packed" without a copy (except on AMX-BF16, below: f16_on_amx): they keep ggml's
+// row-major layout, and the packed kernel
 // takes f32 activations that hold the f16-rounded values (what ggml-cpu multiplies with), so prefill
 // does not convert every activation element again for every weight row.
 //
@@ -77,7 +78,7 @@ bool can_pack(const WeightView& w);
 size_t packed_bytes(const WeightView& w);
 void pack_weight(const WeightView& w, uint8_t* dst);
 
-// True if a packed weight of type t can give back its rows (Q4_0, Q5_0, Q8_0; F16, packed in place):
+// True if a packed weight of type t can give back its rows (Q4_0, Q5_0, Q8_0; F16):
 // an embedding tied to a packed output head is then read from the packed copy alone. packed_get_row
 // writes row `row` of the packed view w as f32, bit-identical to get_row on the unpacked weight.
 bool packed_rows_readable(DType t);
@@ -87,7 +88,7 @@ void packed_get_row(const WeightView& w, int64_t row, float* dst);
 void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst);
 
 // Owns packed copies of weights (64-byte aligned). add() returns the packed view of w when
-// can_pack(w), else w itself; for F16 the packed view shares w's data (no copy).
+// can_pack(w), else w itself; for F16 the packed view shares w's data (no copy) unless f16_on_amx().
 class PackedStore {
  public:
   WeightView add(const WeightView& w);
@@ -173,6 +174,12 @@ bool use_amx();
 // packed_kernels_avx512(t) with AMX-INT8 dott for Q4_0, Q5_0, Q8_0, Q4_K, Q6_K (packed_amx.cpp); only call when
 // amx_supported().
 PackedKernels packed_kernels_amx(DType t);
+// F16 on AMX-BF16 (packed_f16_amx.cpp): true when use_amx() and amx_bf16_supported(); then F16 weights
+// are repacked at load into 16-row groups of 1 KB chunks (AMX's B-tile order; see that file), their
+// activation rows are f16_split_activation's, and every F16 product takes packed_kernels_f16_amx().
+bool f16_on_amx();
+void f16_split_activation(const float* x, int64_t n_in, uint8_t* dst);  // (32 ceil(n_in / 32)) x 4 bytes
+PackedKernels packed_kernels_f16_amx();  // only call when f16_on_amx()
 // y[i] = x[i] rounded to the nearest f16 (ties to even), as f32: F16 products' activations.
 void f16_round_avx512(const float* x, float* y, int64_t n);  // only call when AVX-512 is supported
 void f16_round_avx2(const float* x, float* y, int64_t n);    // only call when AVX2 and F16C are supported

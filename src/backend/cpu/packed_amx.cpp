@@ -432,6 +432,9 @@ PackedKernels packed_kernels_amx(DType t) {
     case DType::Q8_0: k.dott = amx_dot32<DType::Q8_0>; break;
     case DType::Q4_K: k.dott = amx_dot_k<DType::Q4_K>; break;
     case DType::Q6_K: k.dott = amx_dot_k<DType::Q6_K>; break;
+    case DType::F16:
+      if (amx_bf16_supported()) k = packed_kernels_f16_amx();
+      break;
     default: break;
   }
   return k;
