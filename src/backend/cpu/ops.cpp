@@ -216,19 +216,29 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
     // Kernels whose multi-token form is a whole tile (F16) take the tokens left after the tiles in one
     // call of their short form, not one call per token.
     const int rest = k.n_multi == kAmxTileTokens && k.dotn_rest ? static_cast<int>(n_tokens % kAmxTileTokens) : 0;
+    // Units of tile_groups row groups (the last may hold fewer).
+    const int64_t per = k.tile_groups, n_units = (n_groups + per - 1) / per;
+    auto each = [&](int64_t u, auto&& fn) {
+      for (int64_t g = u * per; g < std::min(n_groups, (u + 1) * per); ++g) fn(g);
+    };
     run_tiles(
-        pool, n_groups, 1, group_bytes, n_tokens, act_row,
+        pool, n_units, 1, per * group_bytes, n_tokens, act_row,
         TileShape{kAmxTileTokens, rest > 1 ? rest : k.n_multi, std::numeric_limits<int>::max(), kAmxActCacheBytes},
-        [&](int64_t g, int64_t t, int n_tiles) {
-          k.dott(nb, wb + g * group_bytes, xb + t * act_row, act_row, table ? table + (t / kAmxTileTokens) * tile_table : nullptr,
-                 y + t * w.n_out + g * kPackRows, w.n_out, rows(g), n_tiles);
+        [&](int64_t u, int64_t t, int n_tiles) {
+          const int64_t g = u * per;
+          const int ng = static_cast<int>(std::min(per, n_groups - g));
+          k.dott(nb, wb + g * group_bytes, group_bytes, ng, xb + t * act_row, act_row,
+                 table ? table + (t / kAmxTileTokens) * tile_table : nullptr, y + t * w.n_out + g * kPackRows, w.n_out,
+                 rows(g + ng - 1), n_tiles);
         },
-        [&](int64_t g, int64_t t) {
-          if (rest <= 1) return dotn(g, t);
-          k.dotn_rest(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out,
-                      rows(g), rest);
+        [&](int64_t u, int64_t t) {
+          each(u, [&](int64_t g) {
+            if (rest <= 1) return dotn(g, t);
+            k.dotn_rest(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out,
+                        rows(g), rest);
+          });
         },
-        dot1);
+        [&](int64_t u, int64_t t) { each(u, [&](int64_t g) { dot1(g, t); }); });
     return;
   }
   if (k.dot_pair && (n_tokens >= k.n_pair || (k.dot_pair_rest && n_tokens > 1))) {

@@ -116,8 +116,11 @@ using PackedDotFn = void (*)(int64_t nb, const uint8_t* group, const uint8_t* x,
 // group's weights), with `scales` the tokens' block-major scale table (made by amx_table_column from
 // their activation rows, starting at the table entry of the first token) for the 32-element types; null
 // for the K-quants (Q4_K, Q6_K), whose kernels read each row's super-block scales themselves.
-using PackedTileDotFn = void (*)(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride,
-                                 const uint8_t* scales, float* out, int64_t out_stride, int n_rows, int n_tiles);
+// It takes n_groups (up to the kernels' tile_groups) consecutive row groups at group_bytes apart; n_rows:
+// the rows of the last.
+using PackedTileDotFn = void (*)(int64_t nb, const uint8_t* group, size_t group_bytes, int n_groups, const uint8_t* x,
+                                 size_t x_stride, const uint8_t* scales, float* out, int64_t out_stride, int n_rows,
+                                 int n_tiles);
 // Two row groups (the second at group + group_bytes; n_groups = 1 for a last odd group) x n_pair tokens;
 // n_rows_last: the rows of the last group taken. Each output bit-identical to dot1's.
 using PackedPairDotFn = void (*)(int64_t nb, const uint8_t* group, size_t group_bytes, const uint8_t* x,
@@ -137,6 +140,7 @@ struct PackedKernels {
   // Optional: 1 to n_multi - 1 tokens (a prefill's leftover), each bit-identical to dot1.
   void (*dotn_rest)(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows, int n_tokens) = nullptr;
+  int tile_groups = 1;  // row groups dott takes at once
 };
 // A dotn_rest (dot_pair_rest) from the kernels for 1, 2, ... tokens (Fns[i] takes i + 1 tokens).
 template <PackedDotFn... Fns>

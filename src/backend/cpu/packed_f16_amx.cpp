@@ -187,8 +187,8 @@ void dot_rest(int64_t n_in, const uint8_t* group, const uint8_t* x, size_t x_str
               int n_rows, int n_tokens) {
   f16_tokens(n_in, group, x, x_stride, out, out_stride, n_rows, n_tokens);
 }
-void dot_tiles(int64_t n_in, const uint8_t* group, const uint8_t* x, size_t x_stride, const uint8_t*, float* out,
-               int64_t out_stride, int n_rows, int n_tiles) {
+void dot_tiles(int64_t n_in, const uint8_t* group, size_t, int, const uint8_t* x, size_t x_stride, const uint8_t*,
+               float* out, int64_t out_stride, int n_rows, int n_tiles) {
   f16_tokens(n_in, group, x, x_stride, out, out_stride, n_rows, int64_t{n_tiles} * kT);
 }
 
