@@ -139,32 +139,13 @@ void pack_block(DType t, const uint8_t* src, uint8_t* rec, int64_t k) {
   }
 }
 
-// F16 for AMX-BF16 (packed_f16_amx.cpp): element pair p of row k of a group goes to chunk p / 16, pair
-// row p % 16, slot k; a source row is read in order, the group (up to 152 KB) stays in cache.
-void pack_groups_f16(const WeightView& w, uint8_t* dst, int64_t row0, int64_t g_begin, int64_t g_end) {
-  const size_t group_bytes = packed_group_bytes(DType::F16, w.n_in);
-  const int64_t pairs = w.n_in / 2;
-  for (int64_t g = g_begin; g < g_end; ++g) {
-    auto* group = reinterpret_cast<uint32_t*>(dst + (row0 / kR + g) * group_bytes);
-    std::memset(group, 0, group_bytes);
-    const int64_t n_rows = std::min(kR, w.n_out - g * kR);
-    for (int64_t k = 0; k < n_rows; ++k) {
-      const auto* src = static_cast<const uint16_t*>(w.data) + (g * kR + k) * w.n_in;
-      for (int64_t p = 0; p < pairs; ++p) {
-        uint32_t v;
-        std::memcpy(&v, src + 2 * p, 4);
-        group[p * kR + k] = v;
-      }
-      if (w.n_in % 2) group[pairs * kR + k] = src[w.n_in - 1];  // the odd last element, its pair's low half
-    }
-  }
-}
-
 // Packs row groups [g_begin, g_end) of w as groups row0 / kPackRows + g of the packed matrix at dst
 // (row0 a multiple of kPackRows). Each group is zeroed (rows past n_out stay 0, and Q5_0's bit masks are
 // or-ed in) and filled while it is in cache, from its rows read in order (one sequential stream).
 void pack_groups(const WeightView& w, uint8_t* dst, int64_t row0, int64_t g_begin, int64_t g_end) {
-  if (w.type == DType::F16) return pack_groups_f16(w, dst, row0, g_begin, g_end);
+  if (w.type == DType::F16)
+    return pack_f16_amx_groups(static_cast<const uint16_t*>(w.data), w.n_in, w.n_out,
+                               dst + (row0 / kR) * packed_group_bytes(w.type, w.n_in), g_begin, g_end);
   const int64_t nb = w.n_in / block_elems(w.type);
   const size_t src_row = row_bytes(w.type, w.n_in);
   const size_t src_block = src_row / static_cast<size_t>(nb);

@@ -184,6 +184,8 @@ PackedKernels packed_kernels_amx(DType t);
 bool f16_on_amx();
 void f16_split_activation(const float* x, int64_t n_in, uint8_t* dst);  // (32 ceil(n_in / 32)) x 4 bytes
 PackedKernels packed_kernels_f16_amx();  // only call when f16_on_amx()
+// Writes row groups [g_begin, g_end) of the F16 matrix w (n_out rows of n_in) in that layout.
+void pack_f16_amx_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin, int64_t g_end);
 // y[i] = x[i] rounded to the nearest f16 (ties to even), as f32: F16 products' activations.
 void f16_round_avx512(const float* x, float* y, int64_t n);  // only call when AVX-512 is supported
 void f16_round_avx2(const float* x, float* y, int64_t n);    // only call when AVX2 and F16C are supported
