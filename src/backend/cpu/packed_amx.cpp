@@ -261,12 +261,13 @@ void amx_dot32_two(int64_t nb, const uint8_t* group, size_t group_bytes, const u
   _tile_release();
 }
 
-// dott: one or two groups.
+// dott: one or two groups (two only for Q8_0, whose tile_groups is 2: see packed_kernels_amx).
 template <DType T>
 void amx_dot32_groups(int64_t nb, const uint8_t* group, size_t group_bytes, int n_groups, const uint8_t* x,
                       size_t x_stride, const uint8_t* scales, float* out, int64_t out_stride, int n_rows_last,
                       int n_tiles) {
-  if (n_groups == 2) return amx_dot32_two<T>(nb, group, group_bytes, x, x_stride, scales, out, out_stride, n_rows_last, n_tiles);
+  if constexpr (T == DType::Q8_0)
+    if (n_groups == 2) return amx_dot32_two<T>(nb, group, group_bytes, x, x_stride, scales, out, out_stride, n_rows_last, n_tiles);
   amx_dot32<T>(nb, group, x, x_stride, scales, out, out_stride, n_rows_last, n_tiles);
 }
 
@@ -529,8 +530,11 @@ bool amx_supported() {
 PackedKernels packed_kernels_amx(DType t) {
   PackedKernels k = packed_kernels_avx512(t);
   switch (t) {
-    case DType::Q4_0: k.dott = amx_dot32_groups<DType::Q4_0>, k.tile_groups = 2; break;
-    case DType::Q5_0: k.dott = amx_dot32_groups<DType::Q5_0>, k.tile_groups = 2; break;
+    // NOTE: Q4_0 (and Q5_0, whose unpacking needs more registers still) one group at a time: two groups
+    // took Qwen2.5-1.5B Q4_0 pp512 at 1 thread from 221-240 to 210 t/s (the 1,536-element rows' products),
+    // and left the 0.5B and Llama-3.2-1B Q4_0 files within noise; Q8_0 gains (0.5B: 632-679 -> 716-746).
+    case DType::Q4_0: k.dott = amx_dot32_groups<DType::Q4_0>; break;
+    case DType::Q5_0: k.dott = amx_dot32_groups<DType::Q5_0>; break;
     case DType::Q8_0: k.dott = amx_dot32_groups<DType::Q8_0>, k.tile_groups = 2; break;
     case DType::Q4_K: k.dott = amx_dot_k<DType::Q4_K>; break;
     case DType::Q6_K: k.dott = amx_dot_k<DType::Q6_K>; break;
