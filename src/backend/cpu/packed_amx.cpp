@@ -96,6 +96,17 @@ __attribute__((always_inline)) inline void unpack_b(int64_t nb, const uint8_t* g
   }
 }
 
+// Stores result tiles 2p and 2p + 1 (the two of parity p in the kernels that keep four) to c[p].
+__attribute__((always_inline)) inline void store_results(int64_t p, int32_t (&c)[2][2][kTileTokens * 16]) {
+  if (p == 0) {
+    _tile_stored(0, c[0][0], 64);
+    _tile_stored(1, c[0][1], 64);
+  } else {
+    _tile_stored(2, c[1][0], 64);
+    _tile_stored(3, c[1][1], 64);
+  }
+}
+
 // Per token of the tile: acc[m] += float(c[m]) * (dw * dx[m]), the AVX-512 one-token kernel's block
 // step (its integer dot, correction included, equals c[m]); dx: the block's 16 activation scales.
 inline void scale_block(const int32_t* c, const float* dx, __m512 dw, __m512 acc[kTileTokens]) {
@@ -238,13 +249,7 @@ void amx_dot32_two(int64_t nb, const uint8_t* group, size_t group_bytes, const u
     issue(0);
     if (first && nb > 1) unpack(1);
     for (int64_t b = 0; b < nb; ++b) {
-      if (b % 2 == 0) {
-        _tile_stored(0, c[0][0], 64);
-        _tile_stored(1, c[0][1], 64);
-      } else {
-        _tile_stored(2, c[1][0], 64);
-        _tile_stored(3, c[1][1], 64);
-      }
+      store_results(b % 2, c);
       if (b + 1 < nb) issue(b + 1);
       if (first && b + 2 < nb) unpack(b + 2);
       scale_block(c[b % 2][0], dxs + b * kTileTokens, dw(group, b), acc);
@@ -439,13 +444,7 @@ void amx_dot_k(int64_t nb, const uint8_t* group, size_t, int, const uint8_t* x, 
     if (first && nb > 1) unpack(1);
     for (int64_t s = 0; s < nb; ++s) {
       const int p = static_cast<int>(s % 2);
-      if (p == 0) {
-        _tile_stored(0, c[0][0], 64);
-        _tile_stored(1, c[0][1], 64);
-      } else {
-        _tile_stored(2, c[1][0], 64);
-        _tile_stored(3, c[1][1], 64);
-      }
+      store_results(p, c);
       if (s + 1 < nb) issue(s + 1);
       if (first && s + 2 < nb) unpack(s + 2);
       const uint8_t* rec = group + s * kRec;
