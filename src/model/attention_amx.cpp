@@ -46,12 +46,15 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/transpose_avx512.h"
 #include "model/attention_avx512.h"
 #include "model/attention_kernel.h"
 #include "model/vec_math_avx512.h"
 
 namespace ignis::model {
 namespace {
+
+using cpu::transpose16;
 
 constexpr int kGroup = 16;  // query vectors per score tile (its columns)
 
@@ -77,33 +80,6 @@ inline void split(__m512 x, __m512i& hi, __m512i& lo) {
 }
 // A bf16 pair per lane: low word from `low`, high word from `high` (both bf16 bit patterns as above).
 inline __m512i pair(__m512i low, __m512i high) { return _mm512_or_si512(high, _mm512_srli_epi32(low, 16)); }
-
-// Lane j of r[i] <-> lane i of r[j].
-inline void transpose16(__m512i r[16]) {
-  __m512i t[16];
-  IGNIS_UNROLL for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  IGNIS_UNROLL for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  IGNIS_UNROLL for (int i = 0; i < 4; ++i) {
-    t[i] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0x88);
-    t[i + 4] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0xdd);
-    t[i + 8] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0x88);
-    t[i + 12] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0xdd);
-  }
-  IGNIS_UNROLL for (int i = 0; i < 4; ++i) {
-    r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
-    r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
-    r[i + 4] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0x88);
-    r[i + 12] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0xdd);
-  }
-}
 
 // A group of up to 16 query vectors (consecutive in the tile): the columns of its score tiles.
 struct Group {

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "backend/cpu/packed.h"
+#include "backend/cpu/transpose_avx512.h"
 
 namespace ignis::cpu {
 namespace {
@@ -214,35 +215,6 @@ void f16_split_activation(const float* x, int64_t n_in, uint8_t* dst) {
   }
 }
 
-namespace {
-
-// in[n] holds 16 dwords of row n; out[p] gets dword p of every row (a 16 x 16 transpose).
-inline void transpose16(const __m512i in[16], __m512i out[16]) {
-  __m512i t[16], u[16];
-  IGNIS_UNROLL for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_epi32(in[2 * i], in[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(in[2 * i], in[2 * i + 1]);
-  }
-  // u[4i + j], 128-bit lane L: dword 4L + j of rows 4i .. 4i + 3.
-  IGNIS_UNROLL for (int i = 0; i < 4; ++i) {
-    u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  // out[4L + j] = lanes L of u[j], u[4 + j], u[8 + j], u[12 + j].
-  IGNIS_UNROLL for (int j = 0; j < 4; ++j) {
-    const __m512i v0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88), v1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xdd);
-    const __m512i w0 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88), w1 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xdd);
-    out[j] = _mm512_shuffle_i32x4(v0, w0, 0x88);
-    out[8 + j] = _mm512_shuffle_i32x4(v0, w0, 0xdd);
-    out[4 + j] = _mm512_shuffle_i32x4(v1, w1, 0x88);
-    out[12 + j] = _mm512_shuffle_i32x4(v1, w1, 0xdd);
-  }
-}
-
-}  // namespace
-
 void pack_f16_amx_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin, int64_t g_end) {
   const int64_t nc = (n_in + 31) / 32, full = n_in / 32;
   for (int64_t g = g_begin; g < g_end; ++g) {
@@ -250,11 +222,11 @@ void pack_f16_amx_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t
     const int64_t n_rows = std::min<int64_t>(16, n_out - g * 16);
     const uint16_t* rows = w + g * 16 * n_in;
     for (int64_t c = 0; c < full; ++c) {
-      __m512i in[16], out[16];
+      __m512i r[16];  // row n's 16 element pairs, then pair row p's 16 rows
       IGNIS_UNROLL for (int n = 0; n < 16; ++n)
-        in[n] = n < n_rows ? _mm512_loadu_si512(rows + n * n_in + 32 * c) : _mm512_setzero_si512();
-      transpose16(in, out);
-      IGNIS_UNROLL for (int p = 0; p < 16; ++p) _mm512_store_si512(group + c * kChunk + 64 * p, out[p]);
+        r[n] = n < n_rows ? _mm512_loadu_si512(rows + n * n_in + 32 * c) : _mm512_setzero_si512();
+      transpose16(r);
+      IGNIS_UNROLL for (int p = 0; p < 16; ++p) _mm512_store_si512(group + c * kChunk + 64 * p, r[p]);
     }
     if (full < nc) {  // the last chunk, cut by the row end: element i of row n at pair i / 2, slot n
       auto* chunk = reinterpret_cast<uint16_t*>(group + full * kChunk);
