@@ -95,6 +95,7 @@ std::vector<Case> cases() {
     v.push_back({t, 896, 40, 64});
   }
   v.push_back({DType::Q8_0, 1536, 18, 130});
+  v.push_back({DType::Q4_0, 1536, 18, 130});  // two row groups a group at a time (rows over 32 blocks)
   // More tokens than one AMX token block holds at this row length (6 KB of activations per token): a
   // call with many tiles, then a short block's few tiles and its leftover tokens.
   v.push_back({DType::Q8_0, 4864, 17, 200});

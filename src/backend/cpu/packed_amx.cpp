@@ -18,8 +18,11 @@
 // NOTE (measured on a 2-core Sapphire Rapids class VM, through matmul at 512 tokens): 1.17-1.37x the
 // VNNI kernel's rate on one thread and 1.01-1.31x on two (the model's Q8_0 shapes). The result tile must
 // be stored after every block (its scales differ per block, and a tdpbssd sums over all of K), and the
-// vector loads of the scaling wait for that store, so tile work and scaling only partly overlap; block
-// b + 1's tile work is issued before block b is scaled. Tried on the same Xeon and dropped (Llama-3.2-1B
+// vector loads of the scaling wait for that store; block b + 1's tile work is issued before block b is
+// scaled. The two do not overlap at all on this core, dependent or not (bench/amx-step.cpp, TSC ticks
+// per 16 x 16 x 32 step with everything in L1): tile work 26-27 (loads 10, tdpbssd 12-13, store 11-12),
+// scaling 17-17.5 (10-10.5 without the multiply by the token's scale), together 45-49 whether the
+// scaling reads the tile results or unrelated data; tdpbssd alone with the scaling 33-35. Tried on the same Xeon and dropped (Llama-3.2-1B
 // Q4_0 pp512 at 2 threads): bf16 tiles of the integer quants on tdpbf16ps (their dots are exact in
 // fp32, checked on 5 million random and extreme dots, and the floats need no convert) 523-545 -> 376-403
 // t/s: the bf16 tiles are twice the bytes and the tile loads bound it; three result tiles in flight
@@ -266,13 +269,19 @@ void amx_dot32_two(int64_t nb, const uint8_t* group, size_t group_bytes, const u
   _tile_release();
 }
 
-// dott: one or two groups (two only for Q8_0, whose tile_groups is 2: see packed_kernels_amx).
+// dott: one or two groups (tile_groups is 2 for Q8_0 and Q4_0: see packed_kernels_amx). Q4_0 takes two
+// groups in one pass only for rows of up to kQ4TwoGroupBlocks blocks, and longer rows a group at a time.
+constexpr int64_t kQ4TwoGroupBlocks = 32;
 template <DType T>
 void amx_dot32_groups(int64_t nb, const uint8_t* group, size_t group_bytes, int n_groups, const uint8_t* x,
                       size_t x_stride, const uint8_t* scales, float* out, int64_t out_stride, int n_rows_last,
                       int n_tiles) {
-  if constexpr (T == DType::Q8_0)
-    if (n_groups == 2) return amx_dot32_two<T>(nb, group, group_bytes, x, x_stride, scales, out, out_stride, n_rows_last, n_tiles);
+  if (n_groups == 2) {
+    if (T == DType::Q8_0 || nb <= kQ4TwoGroupBlocks)
+      return amx_dot32_two<T>(nb, group, group_bytes, x, x_stride, scales, out, out_stride, n_rows_last, n_tiles);
+    amx_dot32<T>(nb, group, x, x_stride, scales, out, out_stride, 16, n_tiles);
+    group += group_bytes, out += 16;
+  }
   amx_dot32<T>(nb, group, x, x_stride, scales, out, out_stride, n_rows_last, n_tiles);
 }
 
@@ -529,10 +538,13 @@ bool amx_supported() {
 PackedKernels packed_kernels_amx(DType t) {
   PackedKernels k = packed_kernels_avx512(t);
   switch (t) {
-    // NOTE: Q4_0 (and Q5_0, whose unpacking needs more registers still) one group at a time: two groups
-    // took Qwen2.5-1.5B Q4_0 pp512 at 1 thread from 221-240 to 210 t/s (the 1,536-element rows' products),
-    // and left the 0.5B and Llama-3.2-1B Q4_0 files within noise; Q8_0 gains (0.5B: 632-679 -> 716-746).
-    case DType::Q4_0: k.dott = amx_dot32_groups<DType::Q4_0>; break;
+    // NOTE: Q5_0 one group at a time, Q4_0 two only for rows of up to 32 blocks (amx_dot32_groups), Q8_0
+    // two. pp512 at 1 thread on a 2-vCPU Xeon, alternated: Q4_0 two groups for every row length took
+    // Qwen2.5-1.5B Q4_0 from 221-240 to 210 t/s; with the rows' blocks taken in spans of 32 (so that the
+    // two groups' unpacked weights stay in L1) still 191-193 -> 167-172, and Llama-3.2-1B Q4_0 279-280
+    // -> 257-269. For rows of up to 32 blocks alone, Qwen2.5-0.5B Q4_0 (896-element rows) 529-573 ->
+    // 553-591, the others unchanged. Q8_0 two groups: 0.5B 632-679 -> 716-746.
+    case DType::Q4_0: k.dott = amx_dot32_groups<DType::Q4_0>, k.tile_groups = 2; break;
     case DType::Q5_0: k.dott = amx_dot32_groups<DType::Q5_0>; break;
     case DType::Q8_0: k.dott = amx_dot32_groups<DType::Q8_0>, k.tile_groups = 2; break;
     case DType::Q4_K: k.dott = amx_dot_k<DType::Q4_K>; break;
