@@ -14,7 +14,11 @@ namespace ignis::model {
 std::string blk(int64_t il, std::string_view suffix) { return fmt::format("blk.{}.{}", il, suffix); }
 
 ModelLoader::ModelLoader(const gguf::GgufFile& file, std::string arch, cpu::PackedStore* store)
-    : file_(file), arch_(std::move(arch)), store_(store) {}
+    : file_(file), arch_(std::move(arch)), store_(store) {
+  // Weights copied in the background give their file pages back once the copy is in use (the model
+  // owns the file and, destroyed first, its store).
+  if (store_) store_->on_repacked([f = &file_](const void* p, size_t n) { f->release_pages(p, n); });
+}
 
 bool ModelLoader::has(std::string_view suffix) const { return file_.has(key(suffix)); }
 
@@ -197,8 +201,9 @@ cpu::WeightView ModelLoader::fuse(std::initializer_list<cpu::WeightView*> parts)
     for (const cpu::WeightView* p : parts) views.push_back(*p);
     const cpu::WeightView f = store_->add_fused(views);
     if (f.data) {
-      for (const cpu::WeightView* p : parts)
-        file_.release_pages(p->data, row_bytes(p->type, p->n_in) * static_cast<size_t>(p->n_out));
+      if (!f.repacked)  // (a background copy gives the pages back itself once it is in use)
+        for (const cpu::WeightView* p : parts)
+          file_.release_pages(p->data, row_bytes(p->type, p->n_in) * static_cast<size_t>(p->n_out));
       return f;
     }
   }

@@ -89,6 +89,7 @@ class TransformerModel : public Model {
                ThreadPool& pool) const final;
   void forward_batch(std::span<SeqBatch> seqs, ThreadPool& pool) const final;
   uint64_t weight_bytes() const override { return weight_bytes_; }
+  void wait_repacked() const override { packed_.wait(); }
   uint64_t n_params() const override { return n_params_; }
 
  protected:

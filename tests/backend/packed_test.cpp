@@ -47,14 +47,31 @@ TEST_P(Packed, ExactBlockDotsAndTokenInvariance) {
   PackedStore store;
   const WeightView pv = store.add(WeightView{c.type, w.data(), c.n_in, c.n_out});
   ASSERT_TRUE(pv.packed);
-  EXPECT_EQ(store.bytes(), packed_bytes(pv));
-  if (c.type == DType::F16 && !f16_on_amx()) {
+  if (c.type == DType::F16) {
     EXPECT_EQ(pv.data, w.data()) << "F16 is used in place";
   }
-
   ThreadPool pool(2);
+  // F16 on AMX: the products on ggml's rows (before the background copy exists) against those on the
+  // copy, bit for bit.
+  const bool background = c.type == DType::F16 && f16_on_amx();
+  std::vector<float> y_rows;
+  if (background) {
+    WeightView rows = pv;
+    rows.repacked = nullptr;
+    y_rows.assign(c.n_out * c.n_tokens, NAN);
+    matmul(pool, rows, x.data(), c.n_tokens, y_rows.data());
+  }
+  store.wait();
+  EXPECT_EQ(store.bytes(), packed_bytes(pv));
+  if (background) {
+    ASSERT_NE(pv.repacked, nullptr);
+    ASSERT_NE(pv.repacked->load(), nullptr);
+  }
+
   std::vector<float> y(c.n_out * c.n_tokens, NAN);
   matmul(pool, pv, x.data(), c.n_tokens, y.data());
+  for (size_t i = 0; i < y_rows.size(); ++i)
+    ASSERT_EQ(std::bit_cast<uint32_t>(y_rows[i]), std::bit_cast<uint32_t>(y[i])) << "rows != copy at " << i;
 
   // Reference: the scalar twin (ggml's integer formulation) on the unpacked row and the activation
   // converted by the scalar quantizer of the type's vec_dot_type.
@@ -146,7 +163,12 @@ TEST(PackedAmx, PrefillKernelsPresentWhereTheCpuHasAmx) {
   }
 }
 
-TEST(PackedFused, EqualsSeparateProductsAndRefusesMisfits) {
+class PackedFused : public ::testing::TestWithParam<DType> {};
+
+// A fused matrix's products equal its parts' products, bit for bit, for decode-sized and prefill-sized
+// calls; for F16 on AMX also while its copy is being made in the background (the parts' rows stand in).
+TEST_P(PackedFused, EqualsSeparateProductsAndRefusesMisfits) {
+  const DType type = GetParam();
   const int64_t n_in = 896;
   std::mt19937 rng(5);
   std::normal_distribution<float> g(0.0f, 1.0f);
@@ -156,27 +178,44 @@ TEST(PackedFused, EqualsSeparateProductsAndRefusesMisfits) {
   for (int64_t n_out : outs) {
     std::vector<float> wf(n_in * n_out);
     for (auto& v : wf) v = g(rng);
-    bufs.emplace_back(row_bytes(DType::Q4_0, n_in) * n_out);
-    dtype_traits(DType::Q4_0)->from_float(wf.data(), bufs.back().data(), n_in * n_out);
-    parts.push_back(WeightView{DType::Q4_0, bufs.back().data(), n_in, n_out});
+    bufs.emplace_back(row_bytes(type, n_in) * n_out);
+    dtype_traits(type)->from_float(wf.data(), bufs.back().data(), n_in * n_out);
+    parts.push_back(WeightView{type, bufs.back().data(), n_in, n_out});
   }
   if (!can_pack(parts[0])) GTEST_SKIP() << "no packed kernels on this CPU";
   PackedStore store;
   const WeightView fused = store.add_fused(parts);
+  if (type == DType::F16 && !f16_on_amx()) {  // F16 in place (no AMX) does not fuse
+    EXPECT_EQ(fused.data, nullptr);
+    return;
+  }
   ASSERT_TRUE(fused.packed);
   ASSERT_EQ(fused.n_out, 67);
-  std::vector<float> x(n_in * 6);
-  for (auto& v : x) v = g(rng);
   ThreadPool pool(2);
-  std::vector<float> yf(67 * 6);
-  matmul(pool, fused, x.data(), 6, yf.data());
-  int64_t off = 0;
-  for (const WeightView& p : parts) {
-    std::vector<float> y(p.n_out * 6);
-    matmul(pool, store.add(p), x.data(), 6, y.data());
-    for (int64_t t = 0; t < 6; ++t)
-      for (int64_t r = 0; r < p.n_out; ++r) ASSERT_EQ(yf[t * 67 + off + r], y[t * p.n_out + r]) << t << " " << r;
-    off += p.n_out;
+  for (int64_t n_tokens : {6, 80}) {
+    std::vector<float> x(n_in * n_tokens);
+    for (auto& v : x) v = g(rng);
+    std::vector<float> yf(67 * n_tokens), yr;
+    if (fused.repacked) {  // before the copy: the parts
+      WeightView rows = fused;
+      rows.repacked = nullptr;
+      yr.resize(yf.size());
+      matmul(pool, rows, x.data(), n_tokens, yr.data());
+      store.wait();
+      ASSERT_NE(fused.repacked->load(), nullptr);
+    }
+    matmul(pool, fused, x.data(), n_tokens, yf.data());
+    for (size_t i = 0; i < yr.size(); ++i) ASSERT_EQ(yr[i], yf[i]) << "parts != copy at " << i;
+    int64_t off = 0;
+    for (const WeightView& p : parts) {
+      std::vector<float> y(p.n_out * n_tokens);
+      const WeightView pv = store.add(p);
+      store.wait();
+      matmul(pool, pv, x.data(), n_tokens, y.data());
+      for (int64_t t = 0; t < n_tokens; ++t)
+        for (int64_t r = 0; r < p.n_out; ++r) ASSERT_EQ(yf[t * 67 + off + r], y[t * p.n_out + r]) << t << " " << r;
+      off += p.n_out;
+    }
   }
   // A part that does not fill whole row groups can only come last; mixed types do not fuse.
   const WeightView misfit[] = {parts[2], parts[0]};
@@ -185,6 +224,9 @@ TEST(PackedFused, EqualsSeparateProductsAndRefusesMisfits) {
   const WeightView mixed[] = {parts[0], WeightView{DType::Q8_0, q8.data(), n_in, 16}};
   EXPECT_EQ(store.add_fused(mixed).data, nullptr);
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, PackedFused, ::testing::Values(DType::Q4_0, DType::F16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // Each ISA's f16 rounding of the activations equals the scalar conversion, bit for bit.
 void expect_rounding_equals_scalar(void (*round)(const float*, float*, int64_t)) {

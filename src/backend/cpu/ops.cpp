@@ -179,8 +179,25 @@ uint8_t* convert_rows(ThreadPool& pool, int64_t n_tokens, size_t act_row, std::v
   return dst;
 }
 
-void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tokens, float* y) {
-  const PackedKernels k = packed_kernels(w.type);
+// y's rows are y_stride floats apart (a fused matrix's parts write their columns of it).
+void matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int64_t n_tokens, float* y,
+                   int64_t y_stride) {
+  // F16 on AMX: the packed copy once the background has made it, else ggml's rows (same bits).
+  WeightView w = view;
+  bool f16_rows = false;
+  if (w.type == DType::F16 && f16_on_amx()) {
+    const void* copy = w.repacked ? w.repacked->load(std::memory_order_acquire) : nullptr;
+    f16_rows = copy == nullptr;
+    if (copy) w.data = copy;
+    if (f16_rows && w.parts) {  // a fused matrix: its parts' columns of y one after another
+      for (int i = 0; i < w.n_parts; ++i) {
+        matmul_packed(pool, w.parts[i], x, n_tokens, y, y_stride);
+        y += w.parts[i].n_out;
+      }
+      return;
+    }
+  }
+  const PackedKernels k = f16_rows ? packed_kernels_f16_amx(true) : packed_kernels(w.type);
   if (!k.dot1) fail("matmul: packed {} weight but no packed kernel on this CPU", dtype_name(w.type));
   const bool f16 = w.type == DType::F16;
   const int64_t nb = f16 ? w.n_in : w.n_in / dtype_traits(w.type)->block_size;
@@ -201,15 +218,15 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
     if (amx_table) amx_table_column(dst, nb, t, table);
   });
   // (F16 in place: a "group" is 16 consecutive rows; on AMX, see packed_f16_amx.cpp.)
-  const size_t group_bytes = packed_group_bytes(w.type, w.n_in);
+  const size_t group_bytes = f16_rows ? row_bytes(w.type, w.n_in) * kPackRows : packed_group_bytes(w.type, w.n_in);
   const auto* wb = static_cast<const uint8_t*>(w.data);
   const int64_t n_groups = (w.n_out + kPackRows - 1) / kPackRows;
   auto rows = [&](int64_t g) { return static_cast<int>(std::min<int64_t>(kPackRows, w.n_out - g * kPackRows)); };
   auto dotn = [&](int64_t g, int64_t t) {
-    k.dotn(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
+    k.dotn(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * y_stride + g * kPackRows, y_stride, rows(g));
   };
   auto dot1 = [&](int64_t g, int64_t t) {
-    k.dot1(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out, rows(g));
+    k.dot1(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * y_stride + g * kPackRows, y_stride, rows(g));
   };
   if (amx) {
     const size_t tile_table = amx_table_bytes(nb, kAmxTileTokens);
@@ -228,13 +245,13 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
           const int64_t g = u * per;
           const int ng = static_cast<int>(std::min(per, n_groups - g));
           k.dott(nb, wb + g * group_bytes, group_bytes, ng, xb + t * act_row, act_row,
-                 table ? table + (t / kAmxTileTokens) * tile_table : nullptr, y + t * w.n_out + g * kPackRows, w.n_out,
+                 table ? table + (t / kAmxTileTokens) * tile_table : nullptr, y + t * y_stride + g * kPackRows, y_stride,
                  rows(g + ng - 1), n_tiles);
         },
         [&](int64_t u, int64_t t) {
           each(u, [&](int64_t g) {
             if (rest <= 1) return dotn(g, t);
-            k.dotn_rest(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out,
+            k.dotn_rest(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * y_stride + g * kPackRows, y_stride,
                         rows(g), rest);
           });
         },
@@ -251,7 +268,7 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
     auto unit = [&](int64_t p, int64_t t, auto&& kernel) {
       const int64_t g = 2 * p;
       const int ng = static_cast<int>(std::min<int64_t>(2, n_groups - g));
-      kernel(nb, wb + g * group_bytes, group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out,
+      kernel(nb, wb + g * group_bytes, group_bytes, xb + t * act_row, act_row, y + t * y_stride + g * kPackRows, y_stride,
              ng, rows(g + ng - 1));
     };
     run_tiles(
@@ -271,7 +288,7 @@ void matmul_packed(ThreadPool& pool, const WeightView& w, const float* x, int64_
       pool, n_groups, 1, group_bytes, n_tokens, act_row, TileShape{k.n_multi, rest > 1 ? rest : 0},
       [&](int64_t g, int64_t t, int) { dotn(g, t); },
       [&](int64_t g, int64_t t) {
-        k.dotn_rest(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * w.n_out + g * kPackRows, w.n_out,
+        k.dotn_rest(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * y_stride + g * kPackRows, y_stride,
                     rows(g), rest);
       },
       dot1);
@@ -283,7 +300,7 @@ void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok
   if (n_tokens <= 0) return;
   const DTypeTraits* tr = nullptr;
   check_weight(w, tr);
-  if (w.packed) return matmul_packed(pool, w, x, n_tokens, y);
+  if (w.packed) return matmul_packed(pool, w, x, n_tokens, y, w.n_out);
   const uint32_t id = static_cast<uint32_t>(w.type);
   const VecDotEntry* kern = id < kMaxTypeId ? kernel_table()[id] : nullptr;
   if (!kern) fail("matmul: no CPU kernel for weight type {}", tr->name);

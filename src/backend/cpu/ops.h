@@ -7,6 +7,7 @@
 // All functions are thread-safe; they use the given pool for parallelism.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "core/dtype.h"
@@ -23,6 +24,14 @@ struct WeightView {
   // True when data holds the block-interleaved layout of packed.h (made at load by PackedStore),
   // which matmul multiplies with its packed kernels. get_row needs an unpacked view.
   bool packed = false;
+  // F16 on AMX (packed.h, f16_on_amx): data stays ggml's rows, and the packed copy PackedStore makes
+  // in the background appears here once it is complete (null until then); matmul takes whichever
+  // there is, with the same bits.
+  const std::atomic<const void*>* repacked = nullptr;
+  // With repacked, for a fused matrix (PackedStore::add_fused): its n_parts parts' own rows, in order,
+  // which the products take one after another until the copy exists.
+  const WeightView* parts = nullptr;
+  int n_parts = 0;
 };
 
 // y[t, o] = sum_i x[t, i] * W[o, i]   for t < n_tokens, o < n_out.

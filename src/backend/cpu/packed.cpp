@@ -262,12 +262,6 @@ bool packed_rows_readable(DType t) { return t == DType::Q4_0 || t == DType::Q5_0
 void packed_get_row(const WeightView& w, int64_t row, float* dst) {
   if (!packed_rows_readable(w.type)) fail("get_row: packed {} rows cannot be read back", dtype_name(w.type));
   const DTypeTraits* tr = dtype_traits(w.type);
-  if (w.type == DType::F16 && f16_on_amx()) {
-    const auto* group = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(w.data) +
-                                                          packed_group_bytes(w.type, w.n_in) * static_cast<size_t>(row / kR));
-    for (int64_t i = 0; i < w.n_in; ++i) dst[i] = f16_to_f32(group[2 * ((i / 2) * kR + row % kR) + i % 2]);
-    return;
-  }
   if (w.type == DType::F16) {  // packed in place: ggml's rows
     tr->to_float(static_cast<const uint8_t*>(w.data) + row_bytes(w.type, w.n_in) * static_cast<size_t>(row), dst, w.n_in);
     return;
@@ -352,16 +346,103 @@ uint8_t* PackedStore::alloc(size_t n, const WeightView& w) {
   const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
   const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n) & ~(kHuge - 1);
   if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+  std::lock_guard lock(mu_);
   bufs_.emplace_back(p);
-  bytes_ += n;
+  bytes_.fetch_add(n, std::memory_order_relaxed);
   return p;
+}
+
+// The background copies (F16 on AMX): one weight after another, each packed in slices of row groups
+// so that the destructor's stop is seen within one slice; published with release order, so that a
+// product that sees the pointer sees the whole copy.
+// NOTE (measured on a 2-vCPU Sapphire Rapids class VM, Qwen2.5-0.5B F16): made at load, the ~1 GB copy
+// took 0.3-1.9 s (`ignis bench` load_ms; its fresh huge pages cost the host's faults on this VM, see
+// alloc), and load to first token (bench/load-vs-llamacpp.sh 5) was 1,470 ms median against
+// llama-simple's 908; in the background, load_ms is 25-28 and first token 365 ms against 864. Until the
+// copy is made the products run on the rows kernel (packed_f16_amx.cpp), which transposes the rows as
+// it reads them: decode there is 14-15 t/s at 2 threads against 21 on the copy, prefill about 10%
+// slower. Once the copies are made, pp512 / tg64 at 2 threads 701-712 / 20.8-20.9 t/s against
+// 656-676 / 21.0-21.3 made at load, peak RSS 1,090 MB against 1,052 (llama-bench: 1,959).
+void PackedStore::repack_loop() {
+  constexpr int64_t kSliceGroups = 256;
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      if (stop_) return;
+      job = jobs_.front();
+      jobs_.pop_front();
+    }
+    const WeightView& w = job.w;
+    uint8_t* dst = nullptr;
+    try {
+      dst = alloc(packed_bytes(w), w);
+    } catch (const Error&) {
+      dst = nullptr;  // no memory for the copy: the weight stays on its rows
+    }
+    // The parts of a fused matrix one after another (all but the last fill whole row groups).
+    const std::span<const WeightView> parts = w.parts ? std::span<const WeightView>(w.parts, w.n_parts)
+                                                      : std::span<const WeightView>(&w, 1);
+    const size_t group_bytes = packed_group_bytes(w.type, w.n_in);
+    bool stopped = false;
+    int64_t row0 = 0;
+    for (const WeightView& p : parts) {
+      const int64_t n_groups = row_groups(p.n_out);
+      for (int64_t g = 0; dst && g < n_groups && !stopped; g += kSliceGroups) {
+        pack_f16_amx_groups(static_cast<const uint16_t*>(p.data), p.n_in, p.n_out, dst + (row0 / kR) * group_bytes, g,
+                            std::min(n_groups, g + kSliceGroups));
+        std::lock_guard lock(mu_);
+        stopped = stop_;
+      }
+      row0 += p.n_out;
+    }
+    if (stopped) return;
+    if (dst) {
+      job.slot->store(dst, std::memory_order_release);
+      if (on_repacked_)
+        for (const WeightView& p : parts) on_repacked_(p.data, row_bytes(p.type, p.n_in) * static_cast<size_t>(p.n_out));
+    }
+    std::lock_guard lock(mu_);
+    --unfinished_;
+    cv_.notify_all();
+  }
+}
+
+void PackedStore::repack_later(WeightView& v, std::span<const WeightView> parts) {
+  std::lock_guard lock(mu_);
+  v.repacked = &slots_.emplace_back();
+  if (!parts.empty()) {
+    const std::vector<WeightView>& kept = fused_parts_.emplace_back(parts.begin(), parts.end());
+    v.parts = kept.data();
+    v.n_parts = static_cast<int>(kept.size());
+  }
+  jobs_.push_back({v, &slots_.back()});
+  ++unfinished_;
+  if (!worker_.joinable()) worker_ = std::thread([this] { repack_loop(); });
+  cv_.notify_all();
+}
+
+void PackedStore::wait() const {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return unfinished_ == 0; });
+}
+
+PackedStore::~PackedStore() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
 }
 
 WeightView PackedStore::add(const WeightView& w) {
   if (!can_pack(w)) return w;
   WeightView v = w;
-  if (w.type == DType::F16 && !f16_on_amx()) {  // F16 keeps its layout: only the kernel (f32 activations) differs
+  if (w.type == DType::F16) {  // F16 keeps its layout: only the kernel (its activations) differs
     v.packed = true;
+    if (f16_on_amx()) repack_later(v, {});  // and its AMX copy comes from the background
     return v;
   }
   auto* dst = alloc(packed_bytes(w), w);
@@ -380,6 +461,11 @@ WeightView PackedStore::add_fused(std::span<const WeightView> parts) {
     if (!can_pack(p) || p.type != f.type || p.n_in != f.n_in || (p.type == DType::F16 && !f16_on_amx())) return {};
     if (&p != &parts.back() && p.n_out % kR != 0) return {};
     f.n_out += p.n_out;
+  }
+  if (f.type == DType::F16) {  // (on AMX) copied in the background; the parts' rows until then
+    f.packed = true;
+    repack_later(f, parts);
+    return f;
   }
   auto* dst = alloc(packed_bytes(f), f);
   int64_t row0 = 0;

@@ -41,10 +41,16 @@
 // Thread safety: pure functions; PackedStore is filled on one thread during load, immutable after.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "backend/cpu/ops.h"
@@ -88,23 +94,56 @@ void packed_get_row(const WeightView& w, int64_t row, float* dst);
 void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst);
 
 // Owns packed copies of weights (64-byte aligned). add() returns the packed view of w when
-// can_pack(w), else w itself; for F16 the packed view shares w's data (no copy) unless f16_on_amx().
+// can_pack(w), else w itself; for F16 the packed view shares w's data (no copy). With f16_on_amx() an
+// F16 weight's packed copy is made on a background thread, in the order added, and published through
+// the view's `repacked` (ops.h): loading returns at once, and the products run on ggml's rows with the
+// same bits until the copy exists.
+// Thread safety: add, add_fused, on_repacked and the destructor from one thread; wait and bytes from any.
 class PackedStore {
  public:
+  PackedStore() = default;
+  PackedStore(const PackedStore&) = delete;
+  PackedStore& operator=(const PackedStore&) = delete;
+  ~PackedStore();  // stops the background repacking (after the group slice in progress) and joins it
+
   WeightView add(const WeightView& w);
   // One packed matrix holding the rows of every part in order (e.g. Q, K and V projections of one
   // input, multiplied in one pass), when all parts can be packed and share type and n_in; else a
-  // view with data == nullptr and nothing stored.
+  // view with data == nullptr and nothing stored (F16 off AMX). F16 on AMX: made in the background as
+  // add's copies are, the view's parts (ops.h) standing in until then.
   WeightView add_fused(std::span<const WeightView> parts);
-  uint64_t bytes() const { return bytes_; }
+  // fn(data, bytes) runs on the background thread once a weight's copy is published: its original
+  // bytes are no longer read by the products (the loader gives the file pages back). Set it before
+  // the first add.
+  void on_repacked(std::function<void(const void*, size_t)> fn) { on_repacked_ = std::move(fn); }
+  // Blocks until every background copy is published (or has failed to allocate: the weight then stays
+  // on its rows).
+  void wait() const;
+  uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
  private:
   uint8_t* alloc(size_t n, const WeightView& w);
+  // Queues v (with its parts, for a fused matrix) for the background copy and points v at its slot.
+  void repack_later(WeightView& v, std::span<const WeightView> parts);
+  void repack_loop();
   struct FreeDeleter {
     void operator()(uint8_t* p) const;
   };
-  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> bufs_;
-  uint64_t bytes_ = 0;
+  struct Job {
+    WeightView w;
+    std::atomic<const void*>* slot;
+  };
+  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> bufs_;  // (guarded by mu_)
+  std::atomic<uint64_t> bytes_{0};
+  std::function<void(const void*, size_t)> on_repacked_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;  // jobs added, stop, or a job finished
+  std::deque<std::atomic<const void*>> slots_;
+  std::deque<std::vector<WeightView>> fused_parts_;  // the parts F16 fused views point at
+  std::deque<Job> jobs_;
+  size_t unfinished_ = 0;
+  bool stop_ = false;
+  std::thread worker_;
 };
 
 // The packed kernels (packed_avx512.cpp): out[t * out_stride + k] = dot(row k of the group, act_t) for
@@ -179,11 +218,14 @@ bool use_amx();
 // amx_supported().
 PackedKernels packed_kernels_amx(DType t);
 // F16 on AMX-BF16 (packed_f16_amx.cpp): true when use_amx() and amx_bf16_supported(); then F16 weights
-// are repacked at load into 16-row groups of 1 KB chunks (AMX's B-tile order; see that file), their
-// activation rows are f16_split_activation's, and every F16 product takes packed_kernels_f16_amx().
+// are repacked in the background into 16-row groups of 1 KB chunks (AMX's B-tile order; see that file
+// and PackedStore), their activation rows are f16_split_activation's, and every F16 product takes
+// packed_kernels_f16_amx().
 bool f16_on_amx();
 void f16_split_activation(const float* x, int64_t n_in, uint8_t* dst);  // (32 ceil(n_in / 32)) x 4 bytes
-PackedKernels packed_kernels_f16_amx();  // only call when f16_on_amx()
+// only call when f16_on_amx(); rows: for ggml's rows in place (a group = 16 consecutive rows), else
+// for the packed copy. Both give the same bits.
+PackedKernels packed_kernels_f16_amx(bool rows);
 // Writes row groups [g_begin, g_end) of the F16 matrix w (n_out rows of n_in) in that layout.
 void pack_f16_amx_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin, int64_t g_end);
 // y[i] = x[i] rounded to the nearest f16 (ties to even), as f32: F16 products' activations.

@@ -522,10 +522,14 @@ void amx_table_column(const uint8_t* x_row, int64_t nb, int64_t t, uint8_t* tabl
 }
 
 bool amx_bf16_supported() {
-  if (!amx_supported()) return false;
-  unsigned a, b, c, d;
-  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
-  return (d >> 22) & 1;
+  // (Once: cpuid traps to the hypervisor on a VM, and products ask for their kernels on every call.)
+  static const bool ok = [] {
+    if (!amx_supported()) return false;
+    unsigned a, b, c, d;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+    return ((d >> 22) & 1) != 0;
+  }();
+  return ok;
 }
 
 bool amx_supported() {
@@ -550,7 +554,7 @@ PackedKernels packed_kernels_amx(DType t) {
     case DType::Q4_K: k.dott = amx_dot_k<DType::Q4_K>; break;
     case DType::Q6_K: k.dott = amx_dot_k<DType::Q6_K>; break;
     case DType::F16:
-      if (amx_bf16_supported()) k = packed_kernels_f16_amx();
+      if (amx_bf16_supported()) k = packed_kernels_f16_amx(false);
       break;
     default: break;
   }
