@@ -143,9 +143,6 @@ void pack_block(DType t, const uint8_t* src, uint8_t* rec, int64_t k) {
 // (row0 a multiple of kPackRows). Each group is zeroed (rows past n_out stay 0, and Q5_0's bit masks are
 // or-ed in) and filled while it is in cache, from its rows read in order (one sequential stream).
 void pack_groups(const WeightView& w, uint8_t* dst, int64_t row0, int64_t g_begin, int64_t g_end) {
-  if (w.type == DType::F16)
-    return pack_f16_amx_groups(static_cast<const uint16_t*>(w.data), w.n_in, w.n_out,
-                               dst + (row0 / kR) * packed_group_bytes(w.type, w.n_in), g_begin, g_end);
   const int64_t nb = w.n_in / block_elems(w.type);
   const size_t src_row = row_bytes(w.type, w.n_in);
   const size_t src_block = src_row / static_cast<size_t>(nb);
@@ -164,8 +161,8 @@ void pack_groups(const WeightView& w, uint8_t* dst, int64_t row0, int64_t g_begi
 // Packs the rows of w as rows row0.. of the packed matrix at dst (row0 a multiple of kPackRows), on
 // several threads for large matrices (load time: a 0.5B model has ~350 MB to repack).
 void pack_rows(const WeightView& w, uint8_t* dst, int64_t row0) {
-  const bool f16 = w.type == DType::F16 && f16_on_amx();
-  if ((!f16 && (packed_record_bytes(w.type) == 0 || w.n_in % block_elems(w.type) != 0)) || row0 % kR != 0)
+  // (F16 never comes here: it stays in place, and on AMX its copy is PackedStore's background work.)
+  if (packed_record_bytes(w.type) == 0 || w.n_in % block_elems(w.type) != 0 || row0 % kR != 0)
     fail("pack_weight: type {} with rows of {} cannot be packed", dtype_name(w.type), w.n_in);
   const size_t group_bytes = packed_group_bytes(w.type, w.n_in);
   const int64_t n_groups = row_groups(w.n_out);

@@ -97,6 +97,18 @@ __attribute__((always_inline)) inline void split_pair_row(__m512i r, int p, uint
   _mm512_store_si512(dst + kChunk + 64 * p, _mm512_permutex2var_epi16(al, high, bl));
 }
 
+// Chunk c (elements 32c .. 32c + 31) of a group's n_rows rows of ggml's f16 (n_in each) in pair-row
+// order, r[p] = the 16 rows' elements 32c + 2p and 32c + 2p + 1 (a 16 x 16 transpose of the rows'
+// element pairs), zero past n_rows and n_in: the packed chunk c, and what the rows kernel splits.
+__attribute__((always_inline)) inline void pair_rows(const uint16_t* rows, int64_t n_in, int64_t n_rows, int64_t c,
+                                                     __m512i r[16]) {
+  const int64_t left = n_in - 32 * c;
+  const __mmask32 cols = left >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint64_t{1} << left) - 1);
+  IGNIS_UNROLL for (int n = 0; n < 16; ++n)
+    r[n] = n < n_rows ? _mm512_maskz_loadu_epi16(cols, rows + n * n_in + 32 * c) : _mm512_setzero_si512();
+  transpose16(r);
+}
+
 // Chunk c of a packed group (1 KB at group + c kChunk) as its bf16 hi and lo tiles.
 inline void split_packed(const uint8_t* group, int64_t c, uint8_t* dst) {
   const uint8_t* src = group + c * kChunk;
@@ -107,12 +119,8 @@ inline void split_packed(const uint8_t* group, int64_t c, uint8_t* dst) {
 // 32c + 31 of the group's n_rows rows (n_in each), put in pair-row order by a 16 x 16 transpose of their
 // element pairs, zero past n_rows and n_in. The tiles' bytes are the packed chunk's split: same bits.
 inline void split_rows(const uint16_t* rows, int64_t n_in, int n_rows, int64_t c, uint8_t* dst) {
-  const int64_t left = n_in - 32 * c;
-  const __mmask32 cols = left >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint64_t{1} << left) - 1);
   __m512i r[16];
-  IGNIS_UNROLL for (int n = 0; n < 16; ++n)
-    r[n] = n < n_rows ? _mm512_maskz_loadu_epi16(cols, rows + n * n_in + 32 * c) : _mm512_setzero_si512();
-  transpose16(r);
+  pair_rows(rows, n_in, n_rows, c, r);
   IGNIS_UNROLL for (int p = 0; p < 16; ++p) split_pair_row(r[p], p, dst);
 }
 
@@ -259,23 +267,13 @@ void f16_split_activation(const float* x, int64_t n_in, uint8_t* dst) {
 }
 
 void pack_f16_amx_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin, int64_t g_end) {
-  const int64_t nc = (n_in + 31) / 32, full = n_in / 32;
+  const int64_t nc = (n_in + 31) / 32;
   for (int64_t g = g_begin; g < g_end; ++g) {
     uint8_t* group = dst + g * nc * kChunk;
-    const int64_t n_rows = std::min<int64_t>(16, n_out - g * 16);
-    const uint16_t* rows = w + g * 16 * n_in;
-    for (int64_t c = 0; c < full; ++c) {
-      __m512i r[16];  // row n's 16 element pairs, then pair row p's 16 rows
-      IGNIS_UNROLL for (int n = 0; n < 16; ++n)
-        r[n] = n < n_rows ? _mm512_loadu_si512(rows + n * n_in + 32 * c) : _mm512_setzero_si512();
-      transpose16(r);
+    for (int64_t c = 0; c < nc; ++c) {
+      __m512i r[16];
+      pair_rows(w + g * 16 * n_in, n_in, std::min<int64_t>(16, n_out - g * 16), c, r);
       IGNIS_UNROLL for (int p = 0; p < 16; ++p) _mm512_store_si512(group + c * kChunk + 64 * p, r[p]);
-    }
-    if (full < nc) {  // the last chunk, cut by the row end: element i of row n at pair i / 2, slot n
-      auto* chunk = reinterpret_cast<uint16_t*>(group + full * kChunk);
-      std::memset(chunk, 0, kChunk);
-      for (int64_t n = 0; n < n_rows; ++n)
-        for (int64_t i = 32 * full; i < n_in; ++i) chunk[2 * (((i % 32) / 2) * 16 + n) + i % 2] = rows[n * n_in + i];
     }
   }
 }
