@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/fp16.h"
+#include "core/quant_blocks.h"
 #include "core/thread_pool.h"
 
 namespace ignis::cpu {
@@ -261,6 +263,49 @@ TEST(PackedF16, Avx2ActivationRoundingEqualsScalarConversion) {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) GTEST_SKIP() << "no AVX2 / F16C";
   expect_rounding_equals_scalar(f16_round_avx2);
+}
+
+// The AVX-512 packer of the 32-element activation layout (packed.h) gives, byte for byte, what the
+// block-at-a-time AVX-512 Q8_0 quantizer and the layout's scalar loop gave: quants, f32 scales, -sum x
+// 2^shift corrections; for block counts around its groups of 16, and blocks of zeros, NaN (-128, where
+// the scalar quantizer's cast gives 0), infinities, huge and tiny values.
+TEST(PackedActivation, Avx512Q8_0LayoutEqualsScalar) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw")) GTEST_SKIP() << "no AVX-512";
+  const FromFloatFn blockwise = find_act_quantizer(DType::Q8_0, Isa::kAvx512);
+  ASSERT_NE(blockwise, nullptr);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (int64_t nb : {1, 5, 15, 16, 17, 31, 33, 152}) {
+    std::vector<float> x(nb * 32);
+    for (int64_t i = 0; i < nb * 32; ++i) x[i] = g(rng) * std::pow(10.0f, static_cast<float>((i / 32) % 9 - 4));
+    if (nb > 4) {
+      std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block
+      x[64 + 3] = NAN;                                 // NaN among finite values
+      x[96 + 7] = INFINITY;
+      x[128] = -3e38f, x[129] = 1e-40f;  // huge and subnormal
+    }
+    std::vector<BlockQ8_0> ref(nb);
+    blockwise(x.data(), ref.data(), nb * 32);
+    for (int shift : {3, 4, 7}) {
+      std::vector<uint8_t> got(nb * 40 + 64, 0xcd);
+      pack_act_q8_0_avx512(x.data(), nb, shift, got.data());
+      for (int64_t b = 0; b < nb; ++b) {
+        int32_t sum = 0;
+        for (int e = 0; e < 32; ++e) {
+          ASSERT_EQ(static_cast<int8_t>(got[b * 32 + e]), ref[b].qs[e]) << "nb " << nb << " block " << b << " elem " << e;
+          sum += ref[b].qs[e];
+        }
+        float dx;
+        int32_t cx;
+        std::memcpy(&dx, got.data() + nb * 32 + 4 * b, 4);
+        std::memcpy(&cx, got.data() + nb * 36 + 4 * b, 4);
+        EXPECT_EQ(std::bit_cast<uint32_t>(dx), std::bit_cast<uint32_t>(f16_to_f32(ref[b].d))) << "nb " << nb << " block " << b;
+        EXPECT_EQ(cx, -(sum * (1 << shift))) << "nb " << nb << " block " << b;
+      }
+      for (size_t i = nb * 40; i < got.size(); ++i) ASSERT_EQ(got[i], 0xcd) << "wrote past the layout, nb " << nb;
+    }
+  }
 }
 
 // Rows read back from a packed copy (a tied embedding) equal the rows of the original, bit for bit,

@@ -310,6 +310,7 @@ void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst) {
   static const FromFloatFn quantize = best_act_quantizer(DType::Q8_0);
   const int shift = t == DType::Q4_0 ? 3 : t == DType::Q5_0 ? 4 : 7;
   const int64_t nb = n_in / kQK;
+  if (best_isa() == Isa::kAvx512) return pack_act_q8_0_avx512(x, nb, shift, dst);
   auto* dx = reinterpret_cast<float*>(dst + nb * kQK);
   auto* cx = reinterpret_cast<int32_t*>(dst + nb * (kQK + 4));
   BlockQ8_0 tmp[16];

@@ -92,6 +92,9 @@ void packed_get_row(const WeightView& w, int64_t row, float* dst);
 
 // Converts one f32 activation row (n_in elements) into the packed activation layout for weights of type t.
 void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst);
+// Its 32-element layout (Q4_0, Q5_0, Q8_0: nb blocks' quants, their f32 scales, their -sum x 2^shift
+// corrections) on AVX-512, byte for byte what the Q8_0 quantizer and the scalar loop give.
+void pack_act_q8_0_avx512(const float* x, int64_t nb, int shift, uint8_t* dst);
 
 // Owns packed copies of weights (64-byte aligned). add() returns the packed view of w when
 // can_pack(w), else w itself; for F16 the packed view shares w's data (no copy). With f16_on_amx() an

@@ -449,4 +449,59 @@ PackedKernels packed_kernels_avx512(DType t) {
   }
 }
 
+void pack_act_q8_0_avx512(const float* x, int64_t nb, int shift, uint8_t* dst) {
+  // NOTE: the per-block quantizer and pack_activation's scalar loop around it (the bytes' sum, copies
+  // through a temporary) were 3.5% and 1.6% of Qwen2.5-0.5B Q4_0 pp512 at one thread on a 2-core Xeon
+  // (perf record). Here 16 blocks at a time: one vector of their 16 maxima (reduce16), the scales and
+  // their reciprocals by vector division, and the sums of the saturated quants the same way.
+  auto* dx = reinterpret_cast<float*>(dst + nb * kQK);
+  auto* cx = reinterpret_cast<int32_t*>(dst + nb * (kQK + 4));
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  const __m512i lo8 = _mm512_set1_epi32(-128);
+  constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  auto max_op = [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); };
+  auto add_op = [](__m512 a, __m512 b) {
+    return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
+  };
+  for (int64_t b0 = 0; b0 < nb; b0 += 16) {
+    const int n = static_cast<int>(std::min<int64_t>(16, nb - b0));
+    const float* xb = x + b0 * kQK;
+    // The scalar twin's max: |x| over the block, NaN lanes ignored (max keeps its second operand).
+    __m512 m[16];
+    for (int k = 0; k < 16; ++k) {
+      if (k >= n) {
+        m[k] = _mm512_setzero_ps();
+        continue;
+      }
+      const __m512 v0 = _mm512_loadu_ps(xb + kQK * k), v1 = _mm512_loadu_ps(xb + kQK * k + 16);
+      m[k] = _mm512_max_ps(_mm512_andnot_ps(sign, v1), _mm512_max_ps(_mm512_andnot_ps(sign, v0), _mm512_setzero_ps()));
+    }
+    const __m512 amax = reduce16(m, max_op);
+    const __m512 d = _mm512_div_ps(amax, _mm512_set1_ps(127.0f));
+    const __mmask16 nz = _mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+    alignas(64) float id[16];
+    _mm512_store_ps(id, _mm512_maskz_div_ps(nz, _mm512_set1_ps(127.0f), amax));
+    const __mmask16 live = static_cast<__mmask16>((1u << n) - 1);
+    // dx: the f16 scale (rounded to nearest even, as f2h) widened back.
+    _mm512_mask_storeu_ps(dx + b0, live, _mm512_cvtph_ps(_mm512_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT)));
+    __m512 sums[16];
+    for (int k = 0; k < 16; ++k) {
+      if (k >= n) {
+        sums[k] = _mm512_setzero_ps();
+        continue;
+      }
+      const __m512 vid = _mm512_set1_ps(id[k]);
+      const __m512i q0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + kQK * k), vid), kRne);
+      const __m512i q1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + kQK * k + 16), vid), kRne);
+      uint8_t* qs = dst + (b0 + k) * kQK;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs), _mm512_cvtsepi32_epi8(q0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16), _mm512_cvtsepi32_epi8(q1));
+      // The stored bytes' values: the narrowing saturates, and only NaN (INT_MIN) lies outside +-127.
+      sums[k] = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_max_epi32(q0, lo8), _mm512_max_epi32(q1, lo8)));
+    }
+    const __m512i sum = _mm512_castps_si512(reduce16(sums, add_op));
+    _mm512_mask_storeu_epi32(cx + b0, live, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, shift)));
+  }
+}
+
 }  // namespace ignis::cpu
