@@ -230,6 +230,84 @@ TEST_P(PackedFused, EqualsSeparateProductsAndRefusesMisfits) {
 INSTANTIATE_TEST_SUITE_P(Types, PackedFused, ::testing::Values(DType::Q4_0, DType::F16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
+class PackedGlu : public ::testing::TestWithParam<DType> {};
+
+// A combining step with biases, as the gated FFN's is: out = (g + gb) * 2 - (u + ub) / 3.
+void test_glu(const float* g, const float* u, const float* gb, const float* ub, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = (g[i] + (gb ? gb[i] : 0.0f)) * 2.0f - (u[i] + (ub ? ub[i] : 0.0f)) / 3.0f;
+}
+
+// matmul_glu equals matmul of the fused [gate; up] matrix followed by the combining step, bit for bit,
+// for prefills of whole tiles and a rest, with and without biases; where the product would not run on
+// AMX (short calls, no AMX, F16 before its copy) it refuses and writes nothing.
+TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesOffAmx) {
+  const DType type = GetParam();
+  const int64_t n_in = 1536, h = 48;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<std::vector<uint8_t>> bufs;
+  std::vector<WeightView> parts;
+  for (int i = 0; i < 2; ++i) {
+    std::vector<float> wf(n_in * h);
+    for (auto& v : wf) v = g(rng);
+    bufs.emplace_back(row_bytes(type, n_in) * h);
+    dtype_traits(type)->from_float(wf.data(), bufs.back().data(), n_in * h);
+    parts.push_back(WeightView{type, bufs.back().data(), n_in, h});
+  }
+  if (!can_pack(parts[0])) GTEST_SKIP() << "no packed kernels on this CPU";
+  PackedStore store;
+  const WeightView fused = store.add_fused(parts);
+  ThreadPool pool(2);
+  const char* env = std::getenv("IGNIS_AMX");
+  const bool amx = best_isa() == Isa::kAvx512 && amx_supported() && !(env && std::string(env) == "0") &&
+                   (type != DType::F16 || f16_on_amx());
+  std::vector<float> gb(h), ub(h);
+  for (auto& v : gb) v = g(rng);
+  for (auto& v : ub) v = g(rng);
+  for (int64_t n_tokens : {int64_t{40}, int64_t{100}, int64_t{160}}) {
+    std::vector<float> x(n_in * n_tokens);
+    for (auto& v : x) v = g(rng);
+    std::vector<float> out(h * n_tokens, 7.0f);
+    if (!fused.data) {  // F16 in place (no AMX) does not fuse
+      EXPECT_FALSE(amx);
+      return;
+    }
+    if (type == DType::F16 && fused.repacked && !fused.repacked->load()) {
+      // Before the background copy the product is not AMX's: refused.
+      if (!matmul_glu(pool, fused, x.data(), n_tokens, out.data(), test_glu, nullptr, nullptr)) {
+        for (float v : out) ASSERT_EQ(v, 7.0f);
+      }
+      store.wait();
+    }
+    std::vector<float> y(2 * h * n_tokens);
+    matmul(pool, fused, x.data(), n_tokens, y.data());
+    for (bool bias : {false, true}) {
+      std::fill(out.begin(), out.end(), 7.0f);
+      const bool ran = matmul_glu(pool, fused, x.data(), n_tokens, out.data(), test_glu, bias ? gb.data() : nullptr,
+                                  bias ? ub.data() : nullptr);
+      ASSERT_EQ(ran, amx && n_tokens >= 64) << n_tokens;
+      if (!ran) {
+        for (float v : out) ASSERT_EQ(v, 7.0f) << "wrote while refusing";
+        continue;
+      }
+      std::vector<float> want(h);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        test_glu(&y[t * 2 * h], &y[t * 2 * h + h], bias ? gb.data() : nullptr, bias ? ub.data() : nullptr, h,
+                 want.data());
+        for (int64_t j = 0; j < h; ++j) ASSERT_EQ(out[t * h + j], want[j]) << "token " << t << " column " << j;
+      }
+    }
+  }
+  // Halves that are not whole 16-row groups are refused.
+  WeightView odd = fused;
+  odd.n_out -= 16;
+  std::vector<float> x(n_in * 100, 0.5f), out(100 * h, 7.0f);
+  EXPECT_FALSE(matmul_glu(pool, odd, x.data(), 100, out.data(), test_glu, nullptr, nullptr));
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, PackedGlu, ::testing::Values(DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
 // Each ISA's f16 rounding of the activations equals the scalar conversion, bit for bit.
 void expect_rounding_equals_scalar(void (*round)(const float*, float*, int64_t)) {
   std::mt19937 rng(3);

@@ -179,9 +179,26 @@ uint8_t* convert_rows(ThreadPool& pool, int64_t n_tokens, size_t act_row, std::v
   return dst;
 }
 
-// y's rows are y_stride floats apart (a fused matrix's parts write their columns of it).
+// matmul_glu's combining step (ops.h).
+struct Glu {
+  GluRowFn fn;
+  const float *gb, *ub;
+};
+
+// Whether matmul_packed takes w's product on AMX (F16: once its packed copy exists).
+bool packed_on_amx(const WeightView& w, int64_t n_tokens, const void** f16_copy) {
+  if (n_tokens < kAmxTokens) return false;
+  if (w.type == DType::F16 && f16_on_amx()) {
+    *f16_copy = w.repacked ? w.repacked->load(std::memory_order_acquire) : nullptr;
+    if (!*f16_copy) return false;
+  }
+  return packed_kernels(w.type).dott != nullptr;
+}
+
+// y's rows are y_stride floats apart (a fused matrix's parts write their columns of it). With glu (only
+// on AMX, see matmul_glu): w's halves' products combined into y (row stride y_stride = n_out / 2).
 void matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int64_t n_tokens, float* y,
-                   int64_t y_stride) {
+                   int64_t y_stride, const Glu* glu = nullptr) {
   // F16 on AMX: the packed copy once the background has made it, else ggml's rows (same bits).
   WeightView w = view;
   bool f16_rows = false;
@@ -238,6 +255,60 @@ void matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
     auto each = [&](int64_t u, auto&& fn) {
       for (int64_t g = u * per; g < std::min(n_groups, (u + 1) * per); ++g) fn(g);
     };
+    if (glu) {
+      // A unit: up to tile_groups groups of the gate half and the same of the up half, into the
+      // thread's scratch rows (16 per group), then combined into y.
+      const int64_t half = n_groups / 2, n_glu = (half + per - 1) / per, width = 16 * per;
+      thread_local std::vector<float> glu_buf;
+      auto unit = [&](int64_t u, int64_t t, int64_t n_tok, auto&& product) {
+        const int64_t g = u * per;
+        const int ng = static_cast<int>(std::min(per, half - g));
+        const size_t need = static_cast<size_t>(2 * n_tok * width);
+        if (glu_buf.size() < need) glu_buf.resize(need);
+        float* gs = glu_buf.data();
+        float* us = gs + n_tok * width;
+        product(g, ng, gs);
+        product(g + half, ng, us);
+        const int64_t c0 = g * kPackRows;
+        for (int64_t r = 0; r < n_tok; ++r)
+          glu->fn(gs + r * width, us + r * width, glu->gb ? glu->gb + c0 : nullptr, glu->ub ? glu->ub + c0 : nullptr,
+                  ng * kPackRows, y + (t + r) * y_stride + c0);
+      };
+      // The same kernels as below, for groups [g, g + ng) and tokens from t, into rows of `width`.
+      auto groups_of = [&](int64_t t, int64_t n_tok, auto&& kernel) {
+        return [&, t, n_tok](int64_t g, int ng, float* dst) {
+          for (int i = 0; i < ng; ++i)
+            for (int64_t j = 0; j < n_tok; j += kernel(g + i, t + j, dst + j * width + i * kPackRows)) {
+            }
+        };
+      };
+      run_tiles(
+          pool, n_glu, 1, 2 * per * group_bytes, n_tokens, act_row,
+          TileShape{kAmxTileTokens, rest > 1 ? rest : k.n_multi, std::numeric_limits<int>::max(), kAmxActCacheBytes},
+          [&](int64_t u, int64_t t, int n_tiles) {
+            unit(u, t, int64_t{n_tiles} * kAmxTileTokens, [&](int64_t g, int ng, float* dst) {
+              k.dott(nb, wb + g * group_bytes, group_bytes, ng, xb + t * act_row, act_row,
+                     table ? table + (t / kAmxTileTokens) * tile_table : nullptr, dst, width, kPackRows, n_tiles);
+            });
+          },
+          [&](int64_t u, int64_t t) {
+            const int64_t n_tok = rest > 1 ? rest : k.n_multi;
+            unit(u, t, n_tok, groups_of(t, n_tok, [&](int64_t g, int64_t tt, float* dst) -> int64_t {
+                   if (rest > 1)
+                     k.dotn_rest(nb, wb + g * group_bytes, xb + tt * act_row, act_row, dst, width, kPackRows, rest);
+                   else
+                     k.dotn(nb, wb + g * group_bytes, xb + tt * act_row, act_row, dst, width, kPackRows);
+                   return n_tok;
+                 }));
+          },
+          [&](int64_t u, int64_t t) {
+            unit(u, t, 1, groups_of(t, 1, [&](int64_t g, int64_t tt, float* dst) -> int64_t {
+                   k.dot1(nb, wb + g * group_bytes, xb + tt * act_row, act_row, dst, width, kPackRows);
+                   return 1;
+                 }));
+          });
+      return;
+    }
     run_tiles(
         pool, n_units, 1, per * group_bytes, n_tokens, act_row,
         TileShape{kAmxTileTokens, rest > 1 ? rest : k.n_multi, std::numeric_limits<int>::max(), kAmxActCacheBytes},
@@ -331,6 +402,17 @@ void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok
       },
       [](int64_t, int64_t) {},
       [&](int64_t r, int64_t t) { y[t * w.n_out + r] = dot(w.n_in, wb + r * w_row, xb + t * act_row); });
+}
+
+bool matmul_glu(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tokens, float* out, GluRowFn fn,
+                const float* gb, const float* ub) {
+  const void* f16_copy = nullptr;
+  if (!w.packed || w.n_out % (2 * kPackRows) != 0 || !packed_on_amx(w, n_tokens, &f16_copy)) return false;
+  const DTypeTraits* tr = nullptr;
+  check_weight(w, tr);
+  const Glu glu{fn, gb, ub};
+  matmul_packed(pool, w, x, n_tokens, out, w.n_out / 2, &glu);
+  return true;
 }
 
 void get_row(const WeightView& w, int64_t row, float* dst) {

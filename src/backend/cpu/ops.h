@@ -38,6 +38,17 @@ struct WeightView {
 // x: [n_tokens, n_in] f32 (row stride n_in); y: [n_tokens, n_out] f32 (row stride n_out).
 void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tokens, float* y);
 
+// The product of a fused [gate; up] matrix w (n_out = 2 h rows: gate's h, then up's h) with a gated
+// linear unit applied as it is made: out[t, j] = fn(gate[t, j], up[t, j]) for j < h (out's row stride
+// h), where fn(g, u, gb, ub, n, o) maps n elements of a row elementwise (gb, ub: the halves' biases
+// at those columns, or null). The products' bits are matmul's, and fn sees them in slices of whole
+// 16-row groups. It runs where the product runs on AMX (a prefill of packed weights on a CPU with it)
+// and h is a multiple of 16; elsewhere it returns false and writes nothing.
+// NOTE: the two halves of a group's outputs stay in the calling thread's cache until fn has combined
+// them, instead of [n_tokens, 2 h] floats going to memory and back for a second pass.
+using GluRowFn = void (*)(const float* g, const float* u, const float* gb, const float* ub, int64_t n, float* out);
+bool matmul_glu(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tokens, float* out, GluRowFn fn,
+                const float* gb, const float* ub);
 // Dequantizes row `row` of w into dst[n_in] (embedding lookup); also from packed views of the types
 // packed_rows_readable (packed.h) names.
 void get_row(const WeightView& w, int64_t row, float* dst);
