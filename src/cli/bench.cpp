@@ -49,7 +49,9 @@ struct BenchOptions {
   std::string quant;  // --quant: quantize a Hugging Face folder at load
 };
 
-std::vector<int> parse_list(const std::string& s, const char* flag, int lo) {
+// Values in a list above hi are typos, not requests (a thread pool of a million threads, a prompt of
+// more tokens than any context).
+std::vector<int> parse_list(const std::string& s, const char* flag, int lo, long hi) {
   std::vector<int> out;
   std::stringstream ss(s);
   std::string item;
@@ -57,10 +59,10 @@ std::vector<int> parse_list(const std::string& s, const char* flag, int lo) {
     try {
       size_t used = 0;
       long v = std::stol(item, &used);
-      if (used != item.size() || v < lo || v > 1000000) throw std::invalid_argument("range");
+      if (used != item.size() || v < lo || v > hi) throw std::invalid_argument("range");
       out.push_back(static_cast<int>(v));
     } catch (const std::exception&) {
-      fail("{}: '{}' is not a valid value (expected integers >= {}, comma-separated)", flag, item, lo);
+      fail("{}: '{}' is not a valid value (expected integers {}..{}, comma-separated)", flag, item, lo, hi);
     }
   }
   if (out.empty()) fail("{}: no value given", flag);
@@ -155,11 +157,15 @@ TestResult run_test(const model::Model& m, ThreadPool& pool, int n_prompt, int n
 }
 
 int run_bench(const BenchOptions& o) {
-  auto prompts = parse_list(o.n_prompt, "-p", 0);
-  auto gens = parse_list(o.n_gen, "-n", 0);
+  constexpr long kMaxTokens = 1000000, kMaxThreads = 1024;  // kMaxThreads: as ignis run's -t
+  auto prompts = parse_list(o.n_prompt, "-p", 0, kMaxTokens);
+  auto gens = parse_list(o.n_gen, "-n", 0, kMaxTokens);
   std::vector<int> threads =
       o.threads.empty() ? std::vector<int>{static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))}
-                        : parse_list(o.threads, "-t", 1);
+                        : parse_list(o.threads, "-t", 1, kMaxThreads);
+  if (std::all_of(prompts.begin(), prompts.end(), [](int p) { return p == 0; }) &&
+      std::all_of(gens.begin(), gens.end(), [](int g) { return g == 0; }))
+    fail("bench: nothing to measure (every -p and -n value is 0)");
   if (o.reps < 1 || o.reps > 1000) fail("-r: {} repetitions is out of range (1..1000)", o.reps);
   if (o.output != "md" && o.output != "json" && o.output != "jsonl")
     fail("-o: unknown output format '{}' (md or json)", o.output);
@@ -179,6 +185,14 @@ int run_bench(const BenchOptions& o) {
   // load_ms: until the model can run. Weights still being copied in the background (F16 on AMX) are
   // waited for before anything is timed, so the rates are the final kernels'.
   m->wait_repacked();
+  const int64_t n_ctx_train = m->hparams().n_ctx_train;
+  // Each test runs alone in a cache of its own length (llama-bench's n_prompt + n_gen), which may pass
+  // the training context, as llama-bench allows; it is said.
+  for (const auto* list : {&prompts, &gens})
+    for (int n : *list)
+      if (n_ctx_train > 0 && n > n_ctx_train)
+        std::fprintf(stderr, "warning: a test of %d tokens is longer than the model's training context %lld\n", n,
+                     static_cast<long long>(n_ctx_train));
   const std::string type = model_type(*m);
   const uint64_t size = m->weight_bytes();
   const bool md = o.output == "md";
