@@ -63,18 +63,9 @@ timeout 300 "$IGNIS_BIN" bench -m "$MODEL" -p 80 -n 0 -t 1 -r 1 -o json > "$TMP/
 grep -q '"n_prompt":80' "$TMP/long" || fail "long: no pp80 result: $(cat "$TMP/long")"
 grep -q "longer than the model's training context 64" "$TMP/long.err" || fail "long: no warning: $(cat "$TMP/long.err")"
 
-# 4. Bad flags and files: exit 1, nothing on stdout, one line on stderr containing WORD.
-expect_error() {
-  local word=$1; shift
-  timeout 60 "$IGNIS_BIN" bench "$@" > "$TMP/out" 2> "$TMP/err"
-  local rc=$? lines
-  lines=$(wc -l < "$TMP/err")
-  if [ $rc -ne 1 ] || [ -s "$TMP/out" ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$word" "$TMP/err"; then
-    fail "bench $* -> rc $rc, stdout $(wc -c < "$TMP/out") bytes, stderr $lines line(s): $(head -c 400 "$TMP/err")"
-  else
-    echo "ok: bench $* -> $(cat "$TMP/err")"
-  fi
-}
+# 4. Bad flags and files: exit 1, nothing on stdout, one line on stderr containing WORD (cli_errors.sh).
+. "$(dirname "$0")/cli_errors.sh"
+expect_error() { expect_cli_error bench "$@"; }
 M=(-m "$MODEL")
 expect_error "-t"            "${M[@]}" -t 0
 expect_error "-t"            "${M[@]}" -t 100000

@@ -39,20 +39,8 @@ same_output() {
 }
 
 # expect_error WORDS ARGS...: exit 1, empty stdout, one stderr line containing every |-separated word.
-expect_error() {
-  local words=$1; shift
-  timeout 60 "$IGNIS_BIN" run -p hi -n 1 "$@" > "$TMP/out" 2> "$TMP/err"
-  local rc=$? lines ok=1 w
-  lines=$(wc -l < "$TMP/err")
-  IFS='|' read -ra ws <<< "$words"
-  for w in "${ws[@]}"; do grep -qF -- "$w" "$TMP/err" || ok=0; done
-  if [ $rc -ne 1 ] || [ -s "$TMP/out" ] || [ "$lines" -ne 1 ] || [ $ok -ne 1 ]; then
-    echo "FAIL: run $* -> rc $rc, stdout $(wc -c < "$TMP/out") bytes, stderr $lines line(s): $(head -c 400 "$TMP/err")"
-    FAILS=$((FAILS + 1))
-  else
-    echo "ok: run $* -> $(cat "$TMP/err")"
-  fi
-}
+. "$(dirname "$0")/cli_errors.sh"
+expect_error() { local words=$1; shift; expect_cli_error run "$words" -p hi -n 1 "$@"; }
 
 # Greedy tokens: the folder itself vs the converted GGUF in the checkpoint's dtype (BF16, permuted Q/K).
 D="$TMP/mistral"

@@ -12,19 +12,9 @@ FAILS=0
 # A network request must never happen in this test: point the hub at a refused port.
 export HF_ENDPOINT=http://127.0.0.1:9 IGNIS_CACHE="$TMP/cache"
 
-# expect_error WORD ARGS...: exit 1, empty stdout, one stderr line containing WORD.
-expect_error() {
-  local word=$1; shift
-  timeout 60 "$IGNIS_BIN" run "$@" > "$TMP/out" 2> "$TMP/err"
-  local rc=$? lines
-  lines=$(wc -l < "$TMP/err")
-  if [ $rc -ne 1 ] || [ -s "$TMP/out" ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$word" "$TMP/err"; then
-    echo "FAIL: run $* -> rc $rc, stdout $(wc -c < "$TMP/out") bytes, stderr $lines line(s): $(head -c 400 "$TMP/err")"
-    FAILS=$((FAILS + 1))
-  else
-    echo "ok: run $* -> $(cat "$TMP/err")"
-  fi
-}
+# expect_error WORD ARGS...: exit 1, empty stdout, one stderr line containing WORD (cli_errors.sh).
+. "$(dirname "$0")/cli_errors.sh"
+expect_error() { expect_cli_error run "$@"; }
 
 M=(-m "$MODEL")
 expect_error "-p"                "${M[@]}"
