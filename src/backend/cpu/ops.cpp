@@ -185,19 +185,10 @@ struct Glu {
   const float *gb, *ub;
 };
 
-// Whether matmul_packed takes w's product on AMX (F16: once its packed copy exists).
-bool packed_on_amx(const WeightView& w, int64_t n_tokens, const void** f16_copy) {
-  if (n_tokens < kAmxTokens) return false;
-  if (w.type == DType::F16 && f16_on_amx()) {
-    *f16_copy = w.repacked ? w.repacked->load(std::memory_order_acquire) : nullptr;
-    if (!*f16_copy) return false;
-  }
-  return packed_kernels(w.type).dott != nullptr;
-}
-
-// y's rows are y_stride floats apart (a fused matrix's parts write their columns of it). With glu (only
-// on AMX, see matmul_glu): w's halves' products combined into y (row stride y_stride = n_out / 2).
-void matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int64_t n_tokens, float* y,
+// y's rows are y_stride floats apart (a fused matrix's parts write their columns of it). With glu:
+// w's halves' products combined into y (row stride y_stride = n_out / 2), only where the product runs
+// on AMX; elsewhere it returns false having written nothing (see matmul_glu).
+bool matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int64_t n_tokens, float* y,
                    int64_t y_stride, const Glu* glu = nullptr) {
   // F16 on AMX: the packed copy once the background has made it, else ggml's rows (same bits).
   WeightView w = view;
@@ -207,11 +198,12 @@ void matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
     f16_rows = copy == nullptr;
     if (copy) w.data = copy;
     if (f16_rows && w.parts) {  // a fused matrix: its parts' columns of y one after another
+      if (glu) return false;
       for (int i = 0; i < w.n_parts; ++i) {
         matmul_packed(pool, w.parts[i], x, n_tokens, y, y_stride);
         y += w.parts[i].n_out;
       }
-      return;
+      return true;
     }
   }
   const PackedKernels k = f16_rows ? packed_kernels_f16_amx(true) : packed_kernels(w.type);
@@ -222,6 +214,7 @@ void matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
   // AMX prefill: for the 32-element types the activations' scales also go to a block-major table (the
   // K-quant kernels read each row's super-block scales themselves).
   const bool amx = k.dott && n_tokens >= kAmxTokens;
+  if (glu && !amx) return false;
   const bool amx_table = amx && dtype_traits(w.type)->block_size == 32;
   thread_local std::vector<uint8_t> act_buf, table_buf;
   uint8_t* table = nullptr;
@@ -307,7 +300,7 @@ void matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
                    return 1;
                  }));
           });
-      return;
+      return true;
     }
     run_tiles(
         pool, n_units, 1, per * group_bytes, n_tokens, act_row,
@@ -327,7 +320,7 @@ void matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
           });
         },
         [&](int64_t u, int64_t t) { each(u, [&](int64_t g) { dot1(g, t); }); });
-    return;
+    return true;
   }
   if (k.dot_pair && (n_tokens >= k.n_pair || (k.dot_pair_rest && n_tokens > 1))) {
     // Units are pairs of row groups (the last may be a single group): the pair kernel shares each
@@ -351,7 +344,7 @@ void matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
         [&](int64_t p, int64_t t) {
           for (int64_t g = 2 * p; g < std::min(n_groups, 2 * p + 2); ++g) dot1(g, t);
         });
-    return;
+    return true;
   }
   // The same for the other types: a prefill's leftover tokens in one call per row group.
   const int rest = k.dotn_rest ? static_cast<int>(n_tokens % k.n_multi) : 0;
@@ -363,6 +356,7 @@ void matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
                     rows(g), rest);
       },
       dot1);
+  return true;
 }
 
 }  // namespace
@@ -371,7 +365,10 @@ void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok
   if (n_tokens <= 0) return;
   const DTypeTraits* tr = nullptr;
   check_weight(w, tr);
-  if (w.packed) return matmul_packed(pool, w, x, n_tokens, y, w.n_out);
+  if (w.packed) {
+    matmul_packed(pool, w, x, n_tokens, y, w.n_out);
+    return;
+  }
   const uint32_t id = static_cast<uint32_t>(w.type);
   const VecDotEntry* kern = id < kMaxTypeId ? kernel_table()[id] : nullptr;
   if (!kern) fail("matmul: no CPU kernel for weight type {}", tr->name);
@@ -406,13 +403,11 @@ void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok
 
 bool matmul_glu(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tokens, float* out, GluRowFn fn,
                 const float* gb, const float* ub) {
-  const void* f16_copy = nullptr;
-  if (!w.packed || w.n_out % (2 * kPackRows) != 0 || !packed_on_amx(w, n_tokens, &f16_copy)) return false;
+  if (!w.packed || w.n_out % (2 * kPackRows) != 0) return false;
   const DTypeTraits* tr = nullptr;
   check_weight(w, tr);
   const Glu glu{fn, gb, ub};
-  matmul_packed(pool, w, x, n_tokens, out, w.n_out / 2, &glu);
-  return true;
+  return matmul_packed(pool, w, x, n_tokens, out, w.n_out / 2, &glu);
 }
 
 void get_row(const WeightView& w, int64_t row, float* dst) {
