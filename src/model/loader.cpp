@@ -220,7 +220,9 @@ cpu::WeightView ModelLoader::pack(const cpu::WeightView& w) {
 
 cpu::WeightView ModelLoader::tied_output(cpu::WeightView& tok_embd) {
   const cpu::WeightView p = pack(tok_embd);
-  if (p.packed && p.data != tok_embd.data && cpu::packed_rows_readable(p.type)) tok_embd = p;
+  // (F16: its copy, made in the background, is readable off AMX.)
+  const bool copy = p.type == DType::F16 ? p.repacked && !cpu::f16_on_amx() : p.data != tok_embd.data;
+  if (p.packed && copy && cpu::packed_rows_readable(p.type)) tok_embd = p;
   return p;
 }
 
@@ -230,7 +232,12 @@ const float* ModelLoader::vector(const std::string& name, int64_t n, Need need) 
   check_shape(path(), *t, {n});
   if (t->type != DType::F32) fail("{}: tensor {} has type {}, expected f32", path(), name, dtype_name(t->type));
   count(*t);
-  return static_cast<const float*>(t->data);
+  const auto* v = static_cast<const float*>(t->data);
+  if (!store_) return v;
+  // Out of the mapping: the weights' pages around it stay given back (PackedStore::copy_floats).
+  const float* c = store_->copy_floats(v, n);
+  file_.release_pages(v, static_cast<size_t>(n) * sizeof(float));
+  return c;
 }
 
 }  // namespace ignis::model

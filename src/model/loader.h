@@ -62,7 +62,8 @@ class ModelLoader {
   // The packed form of an already bound weight (a tied output head shares token_embd's data), or w.
   cpu::WeightView pack(const cpu::WeightView& w);
   // The output head tied to the token embedding: its packed form (or tok_embd itself). When the packed
-  // copy can give back its rows, tok_embd is pointed at it too, so embedding lookups read the copy and
+  // copy can give back its rows (F16 off AMX: once its background copy exists; until then the file's),
+  // tok_embd is pointed at it too, so embedding lookups read the copy and
   // the file's pages of the tensor stay released (lookups of random tokens through the mapping pulled
   // the whole tensor back into RSS: 140 MB for Qwen2.5-0.5B's Q8_0 embedding).
   cpu::WeightView tied_output(cpu::WeightView& tok_embd);

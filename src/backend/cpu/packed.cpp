@@ -1,6 +1,8 @@
 // Packing of weights and activations into the row-interleaved layouts (see packed.h).
 #include "backend/cpu/packed.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -161,7 +163,7 @@ void pack_groups(const WeightView& w, uint8_t* dst, int64_t row0, int64_t g_begi
 // Packs the rows of w as rows row0.. of the packed matrix at dst (row0 a multiple of kPackRows), on
 // several threads for large matrices (load time: a 0.5B model has ~350 MB to repack).
 void pack_rows(const WeightView& w, uint8_t* dst, int64_t row0) {
-  // (F16 never comes here: it stays in place, and on AMX its copy is PackedStore's background work.)
+  // (F16 never comes here: its copy is PackedStore's background work.)
   if (packed_record_bytes(w.type) == 0 || w.n_in % block_elems(w.type) != 0 || row0 % kR != 0)
     fail("pack_weight: type {} with rows of {} cannot be packed", dtype_name(w.type), w.n_in);
   const size_t group_bytes = packed_group_bytes(w.type, w.n_in);
@@ -227,9 +229,39 @@ void unpack_block(DType t, const uint8_t* rec, int64_t k, uint8_t* dst) {
 
 }  // namespace
 
+void pack_f16_il_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin, int64_t g_end) {
+  // Row by row: each source row is read front to back, its steps written 16 steps apart into the group
+  // (fixed-size copies the compiler inlines; the former per-step memcpy calls made Qwen2.5-0.5B's 1 GB
+  // copy take 1.4-2.6 s).
+  constexpr int64_t kStep = kF16CopyStep;
+  const int64_t steps = (n_in + kStep - 1) / kStep, full = n_in / kStep;
+  auto* d = reinterpret_cast<uint16_t*>(dst);
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    uint16_t* group = d + g * steps * kR * kStep;
+    for (int64_t r = 0; r < kR; ++r) {
+      uint16_t* o = group + r * kStep;
+      const int64_t row = g * kR + r;
+      if (row >= n_out) {
+        for (int64_t s = 0; s < steps; ++s) std::memset(o + s * kR * kStep, 0, kStep * 2);
+        continue;
+      }
+      const uint16_t* src = w + row * n_in;
+      for (int64_t s = 0; s < full; ++s) std::memcpy(o + s * kR * kStep, src + s * kStep, kStep * 2);
+      if (full < steps) {
+        uint16_t* t = o + full * kR * kStep;
+        std::memset(t, 0, kStep * 2);
+        std::memcpy(t, src + full * kStep, static_cast<size_t>(n_in - full * kStep) * 2);
+      }
+    }
+  }
+}
+
 size_t packed_group_bytes(DType t, int64_t n_in) {
-  if (t == DType::F16)  // 1 KB chunks of 32 elements on AMX, else ggml's 16 rows in place
-    return f16_on_amx() ? static_cast<size_t>((n_in + 31) / 32) * 1024 : static_cast<size_t>(n_in) * 2 * kR;
+  if (t == DType::F16) {  // 1 KB chunks of 32 elements on AMX, steps of 16 elements of 16 rows, or ggml's rows
+    if (f16_on_amx()) return static_cast<size_t>((n_in + 31) / 32) * 1024;
+    if (f16_copied()) return static_cast<size_t>((n_in + kF16CopyStep - 1) / kF16CopyStep) * kF16CopyStep * 2 * kR;
+    return static_cast<size_t>(n_in) * 2 * kR;
+  }
   return static_cast<size_t>(n_in / block_elems(t)) * static_cast<size_t>(packed_record_bytes(t));
 }
 
@@ -248,7 +280,7 @@ bool can_pack(const WeightView& w) {
 }
 
 size_t packed_bytes(const WeightView& w) {
-  if (w.type == DType::F16 && !f16_on_amx()) return 0;
+  if (w.type == DType::F16 && !f16_copied()) return 0;
   return packed_group_bytes(w.type, w.n_in) * static_cast<size_t>(row_groups(w.n_out));
 }
 
@@ -259,8 +291,18 @@ bool packed_rows_readable(DType t) { return t == DType::Q4_0 || t == DType::Q5_0
 void packed_get_row(const WeightView& w, int64_t row, float* dst) {
   if (!packed_rows_readable(w.type)) fail("get_row: packed {} rows cannot be read back", dtype_name(w.type));
   const DTypeTraits* tr = dtype_traits(w.type);
-  if (w.type == DType::F16) {  // packed in place: ggml's rows
-    tr->to_float(static_cast<const uint8_t*>(w.data) + row_bytes(w.type, w.n_in) * static_cast<size_t>(row), dst, w.n_in);
+  if (w.type == DType::F16) {  // the copy off AMX once it exists (pack_f16_il_groups), else ggml's rows
+    const void* copy = w.repacked && !f16_on_amx() ? w.repacked->load(std::memory_order_acquire) : nullptr;
+    if (!copy) {
+      tr->to_float(static_cast<const uint8_t*>(w.data) + row_bytes(w.type, w.n_in) * static_cast<size_t>(row), dst, w.n_in);
+      return;
+    }
+    const int64_t steps = (w.n_in + kF16CopyStep - 1) / kF16CopyStep;
+    const auto* src = static_cast<const uint16_t*>(copy) + ((row / kR) * steps * kR + row % kR) * kF16CopyStep;
+    for (int64_t s = 0; s < steps; ++s) {
+      const int64_t i = s * kF16CopyStep;
+      tr->to_float(src + s * kR * kF16CopyStep, dst + i, std::min(kF16CopyStep, w.n_in - i));
+    }
     return;
   }
   const int64_t nb = w.n_in / kQK;
@@ -350,7 +392,7 @@ uint8_t* PackedStore::alloc(size_t n, const WeightView& w) {
   return p;
 }
 
-// The background copies (F16 on AMX): one weight after another, each packed in slices of row groups
+// The background copies (F16): one weight after another, each packed in slices of row groups
 // so that the destructor's stop is seen within one slice; published with release order, so that a
 // product that sees the pointer sees the whole copy.
 // NOTE (measured on a 2-vCPU Sapphire Rapids class VM, Qwen2.5-0.5B F16): made at load, the ~1 GB copy
@@ -363,6 +405,14 @@ uint8_t* PackedStore::alloc(size_t n, const WeightView& w) {
 // 656-676 / 21.0-21.3 made at load, peak RSS 1,090 MB against 1,052 (llama-bench: 1,959).
 void PackedStore::repack_loop() {
   constexpr int64_t kSliceGroups = 256;
+  // Idle priority: the copies take the CPU time that the products leave (the main thread waiting for
+  // a request, or for wait()), not the first token's.
+  // NOTE (Zen 5, 2 vCPU, Qwen2.5-0.5B F16): the 1 GB copy costs 1.2-2.5 s of one core here, mostly
+  // the kernel zeroing fresh huge pages (clear_page 42% of its profile, the copy loop 25%); at normal
+  // priority it shared the cores with the first token: bench/load-vs-llamacpp.sh 5, 886 ms against
+  // 724 with no copy (llama-simple 826-830).
+  sched_param idle{};
+  pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
   for (;;) {
     Job job;
     {
@@ -388,8 +438,18 @@ void PackedStore::repack_loop() {
     for (const WeightView& p : parts) {
       const int64_t n_groups = row_groups(p.n_out);
       for (int64_t g = 0; dst && g < n_groups && !stopped; g += kSliceGroups) {
-        pack_f16_amx_groups(static_cast<const uint16_t*>(p.data), p.n_in, p.n_out, dst + (row0 / kR) * group_bytes, g,
-                            std::min(n_groups, g + kSliceGroups));
+        const int64_t g_end = std::min(n_groups, g + kSliceGroups);
+        const auto* src = static_cast<const uint16_t*>(p.data);
+        uint8_t* part = dst + (row0 / kR) * group_bytes;
+        if (f16_on_amx())
+          pack_f16_amx_groups(src, p.n_in, p.n_out, part, g, g_end);
+        else
+          pack_f16_il_groups(src, p.n_in, p.n_out, part, g, g_end);
+        if (on_repacked_) {  // the slice's rows, read again only by products until the copy is published
+          const size_t rb = row_bytes(p.type, p.n_in);
+          const int64_t r0 = g * kR, r1 = std::min(p.n_out, g_end * kR);
+          on_repacked_(reinterpret_cast<const uint8_t*>(src) + rb * static_cast<size_t>(r0), rb * static_cast<size_t>(r1 - r0));
+        }
         std::lock_guard lock(mu_);
         stopped = stop_;
       }
@@ -435,12 +495,18 @@ PackedStore::~PackedStore() {
   if (worker_.joinable()) worker_.join();
 }
 
+const float* PackedStore::copy_floats(const float* src, int64_t n) {
+  auto* dst = alloc(static_cast<size_t>(n) * sizeof(float), WeightView{DType::F32, src, n, 1});
+  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+  return reinterpret_cast<const float*>(dst);
+}
+
 WeightView PackedStore::add(const WeightView& w) {
   if (!can_pack(w)) return w;
   WeightView v = w;
-  if (w.type == DType::F16) {  // F16 keeps its layout: only the kernel (its activations) differs
+  if (w.type == DType::F16) {  // F16 keeps its rows until its copy exists
     v.packed = true;
-    if (f16_on_amx()) repack_later(v, {});  // and its AMX copy comes from the background
+    if (f16_copied()) repack_later(v, {});  // the copy comes from the background
     return v;
   }
   auto* dst = alloc(packed_bytes(w), w);
@@ -456,11 +522,11 @@ WeightView PackedStore::add_fused(std::span<const WeightView> parts) {
   f.n_out = 0;
   for (const WeightView& p : parts) {
     // Every part but the last must fill whole row groups so the parts' rows stay consecutive.
-    if (!can_pack(p) || p.type != f.type || p.n_in != f.n_in || (p.type == DType::F16 && !f16_on_amx())) return {};
+    if (!can_pack(p) || p.type != f.type || p.n_in != f.n_in || (p.type == DType::F16 && !f16_copied())) return {};
     if (&p != &parts.back() && p.n_out % kR != 0) return {};
     f.n_out += p.n_out;
   }
-  if (f.type == DType::F16) {  // (on AMX) copied in the background; the parts' rows until then
+  if (f.type == DType::F16) {  // copied in the background; the parts' rows until then
     f.packed = true;
     repack_later(f, parts);
     return f;
@@ -487,6 +553,12 @@ bool use_amx() {
 bool f16_on_amx() {
   static const bool on = use_amx() && amx_bf16_supported();
   return on;
+}
+
+bool f16_copied() { return best_isa() == Isa::kAvx512; }
+
+PackedKernels packed_kernels_f16_rows() {
+  return f16_on_amx() ? packed_kernels_f16_amx(true) : packed_kernels_f16_rows_avx512();
 }
 
 PackedKernels packed_kernels(DType t) {

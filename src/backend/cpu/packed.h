@@ -9,10 +9,10 @@
 // one convert and one multiply-add with the 16 rows' scales; the 16 outputs come out as one vector with
 // no horizontal sums, for any row length.
 //
-// F16 weights are "packed" without a copy (except on AMX-BF16, below: f16_on_amx): they keep ggml's
-// row-major layout, and the packed kernel
-// takes f32 activations that hold the f16-rounded values (what ggml-cpu multiplies with), so prefill
-// does not convert every activation element again for every weight row.
+// F16 weights are copied in the background after load (f16_copied), into a layout of their own; until
+// the copy exists the products read ggml's rows in place. The packed kernel (except on AMX-BF16, below:
+// f16_on_amx) takes f32 activations that hold the f16-rounded values (what ggml-cpu multiplies with),
+// so prefill does not convert every activation element again for every weight row.
 //
 // Layout of a packed matrix (n_out rows of n_in elements, nb blocks per row: 32 elements for Q4_0, Q5_0,
 // Q8_0, 256 for Q4_K, Q6_K): rows in groups of 16 (the last group padded with zero rows); per row
@@ -58,6 +58,7 @@
 namespace ignis::cpu {
 
 inline constexpr int64_t kPackRows = 16;  // rows per interleaved group
+inline constexpr int64_t kF16CopyStep = 16;  // F16 copy off AMX: elements per row per step (f16_copied)
 
 // Bytes of one record (one block of 16 rows) of a packed weight type; 0 if the type is not packable.
 // (constexpr: the kernels take it as their record stride.)
@@ -97,10 +98,10 @@ void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst);
 void pack_act_q8_0_avx512(const float* x, int64_t nb, int shift, uint8_t* dst);
 
 // Owns packed copies of weights (64-byte aligned). add() returns the packed view of w when
-// can_pack(w), else w itself; for F16 the packed view shares w's data (no copy). With f16_on_amx() an
-// F16 weight's packed copy is made on a background thread, in the order added, and published through
-// the view's `repacked` (ops.h): loading returns at once, and the products run on ggml's rows with the
-// same bits until the copy exists.
+// can_pack(w), else w itself; for F16 the packed view shares w's data. With f16_copied() an F16
+// weight's copy is made on a background thread, in the order added, and published through the view's
+// `repacked` (ops.h): loading returns at once, and the products run on ggml's rows with the same bits
+// until the copy exists.
 // Thread safety: add, add_fused, on_repacked and the destructor from one thread; wait and bytes from any.
 class PackedStore {
  public:
@@ -112,17 +113,25 @@ class PackedStore {
   WeightView add(const WeightView& w);
   // One packed matrix holding the rows of every part in order (e.g. Q, K and V projections of one
   // input, multiplied in one pass), when all parts can be packed and share type and n_in; else a
-  // view with data == nullptr and nothing stored (F16 off AMX). F16 on AMX: made in the background as
-  // add's copies are, the view's parts (ops.h) standing in until then.
+  // view with data == nullptr and nothing stored. F16: made in the background as add's copies are, the
+  // view's parts (ops.h) standing in until then.
   WeightView add_fused(std::span<const WeightView> parts);
-  // fn(data, bytes) runs on the background thread once a weight's copy is published: its original
-  // bytes are no longer read by the products (the loader gives the file pages back). Set it before
-  // the first add.
+  // fn(data, bytes) runs on the background thread for each slice of a weight's rows once copied, and
+  // for all of them once the copy is published: from then on its original bytes are no longer read
+  // by the products (the loader gives the file pages back; products before the publication fault them
+  // back in, which the last call drops again). Memory that fn gives back must read the same when
+  // touched again. Set it before the first add.
   void on_repacked(std::function<void(const void*, size_t)> fn) { on_repacked_ = std::move(fn); }
   // Blocks until every background copy is published (or has failed to allocate: the weight then stays
   // on its rows).
   void wait() const;
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+
+  // A copy of n floats (norm weights, biases) the store owns, 64-byte aligned.
+  // NOTE: read through the mapping, a small vector's fault maps the page cache's whole folio around
+  // it (up to 2 MiB on this kernel), which brought released weight pages back: Qwen2.5-0.5B F16's
+  // mapping grew 6 -> 56 MB resident over a pp512 after its weights were copied (Zen 5, kernel 6.18).
+  const float* copy_floats(const float* src, int64_t n);
 
  private:
   uint8_t* alloc(size_t n, const WeightView& w);
@@ -231,6 +240,22 @@ void f16_split_activation(const float* x, int64_t n_in, uint8_t* dst);  // (32 c
 PackedKernels packed_kernels_f16_amx(bool rows);
 // Writes row groups [g_begin, g_end) of the F16 matrix w (n_out rows of n_in) in that layout.
 void pack_f16_amx_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin, int64_t g_end);
+// True where the CPU path is AVX-512: PackedStore then copies F16 weights in the background, on
+// AMX-BF16 into its layout (f16_on_amx), elsewhere into pack_f16_il_groups' layout, and the products
+// take packed_kernels_f16_rows() on ggml's rows until the copy exists (the same bits). Off AVX-512
+// (AVX2) F16 stays in place.
+// NOTE: in place, decode reads the rows as 4 streams side by side from the file's 4 KiB page-cache
+// pages; the copy is one stream per group on huge pages. Qwen2.5-0.5B F16 tg128 on a 2-vCPU Zen 5,
+// alternated twice: 12.4-14.7 -> 23.4-24.0 t/s at 1 thread, 26.7-28.3 -> 36.4-43.8 at 2 (llama.cpp
+// 11.7-16.7 and 28.4-32.8 in the same runs); ggml's rows copied as they are reached 21.2-21.9 and
+// 32.7-33.4.
+bool f16_copied();
+// Where f16_copied(): the kernels on ggml's rows in place (a group = 16 consecutive rows).
+PackedKernels packed_kernels_f16_rows();
+PackedKernels packed_kernels_f16_rows_avx512();  // only call when AVX-512 is supported
+// Writes row groups [g_begin, g_end) of the F16 matrix w (n_out rows of n_in) as the AVX-512 copy: per
+// group, each kF16CopyStep-element step of its 16 rows one after another, zeros past n_in and n_out.
+void pack_f16_il_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin, int64_t g_end);
 // y[i] = x[i] rounded to the nearest f16 (ties to even), as f32: F16 products' activations.
 void f16_round_avx512(const float* x, float* y, int64_t n);  // only call when AVX-512 is supported
 void f16_round_avx2(const float* x, float* y, int64_t n);    // only call when AVX2 and F16C are supported

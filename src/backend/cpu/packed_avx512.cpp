@@ -289,7 +289,24 @@ void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
 }
 
-// ---- F16 rows (ggml layout, no copy) against f32 activations holding f16-rounded values ----
+// ---- F16 against f32 activations holding f16-rounded values ----
+// Two layouts of the same rows, with the same arithmetic (so the same bits): ggml's rows in place (a
+// group is 16 consecutive rows) before PackedStore's copy exists, and the copy (kF16Il): per group,
+// each 16-element step of its 16 rows one after another (16 x 32 bytes; the last step and the last
+// group's missing rows zero), so that a group is one stream front to back.
+constexpr int64_t kF16Il = kF16CopyStep;
+constexpr int64_t kR = kPackRows;
+
+// Row r's elements from i (a multiple of 16) for the rows starting at w: rows n apart, or the copy's.
+template <bool IL>
+inline const uint16_t* f16_at(const uint16_t* w, int64_t n, int r, int64_t i) {
+  return IL ? w + i * kR + r * kF16Il : w + r * n + i;
+}
+// Row k of a group.
+template <bool IL>
+inline const uint16_t* f16_row(const uint16_t* group, int64_t n, int k) {
+  return IL ? group + k * kF16Il : group + k * n;
+}
 
 // One accumulator per (row, token), taking the row's 16-element steps in order, the last step masked.
 // A row's arithmetic is the same whatever rows and tokens share its pass, and whether its elements are
@@ -303,12 +320,12 @@ void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
 template <int NR, int NX>
 using F16Acc = __m512[NR][NX];
 
-template <int NR, int NX>
+template <int NR, int NX, bool IL>
 __attribute__((always_inline)) inline void f16_steps(int64_t i, int64_t end, int64_t n, const uint16_t* w,
                                                      const uint8_t* x, size_t x_stride, F16Acc<NR, NX>& acc) {
   auto step = [&](int64_t i, __mmask16 m) {
     __m512 wv[NR];
-    IGNIS_UNROLL for (int r = 0; r < NR; ++r) wv[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, w + r * n + i));
+    IGNIS_UNROLL for (int r = 0; r < NR; ++r) wv[r] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, f16_at<IL>(w, n, r, i)));
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
       const __m512 xv = _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(x + t * x_stride) + i);
       IGNIS_UNROLL for (int r = 0; r < NR; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
@@ -318,18 +335,20 @@ __attribute__((always_inline)) inline void f16_steps(int64_t i, int64_t end, int
   if (i < end) step(i, static_cast<__mmask16>((1u << (end - i)) - 1));
 }
 
+// Stores the first nr rows (the copy's last group computes its zero rows too).
 template <int NR, int NX>
-inline void f16_store(const F16Acc<NR, NX>& acc, float* out, int64_t out_stride) {
+inline void f16_store(const F16Acc<NR, NX>& acc, float* out, int64_t out_stride, int nr = NR) {
   IGNIS_UNROLL for (int r = 0; r < NR; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
-    out[t * out_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
+    if (r < nr) out[t * out_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
-template <int NR, int NX>
-inline void f16_rows(int64_t n, const uint16_t* w, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride) {
+template <int NR, int NX, bool IL>
+inline void f16_rows(int64_t n, const uint16_t* w, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
+                     int nr = NR) {
   F16Acc<NR, NX> acc;
   IGNIS_UNROLL for (int r = 0; r < NR; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[r][t] = _mm512_setzero_ps();
-  f16_steps<NR, NX>(0, n, n, w, x, x_stride, acc);
-  f16_store<NR, NX>(acc, out, out_stride);
+  f16_steps<NR, NX, IL>(0, n, n, w, x, x_stride, acc);
+  f16_store<NR, NX>(acc, out, out_stride, nr);
 }
 
 // NOTE (blocks of kF16Block elements): for long rows (the FFN down projection, 4,864 elements) four rows
@@ -338,8 +357,9 @@ inline void f16_rows(int64_t n, const uint16_t* w, const uint8_t* x, size_t x_st
 // accumulators wait in memory between blocks and the block's activations stay in L1 for all four quads.
 constexpr int64_t kF16Block = 1024;  // a multiple of 16: every block starts on a step
 
-template <int NX>
-void f16_group_blocked(int64_t n, const uint16_t* w, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride) {
+template <int NX, bool IL>
+void f16_group_blocked(int64_t n, const uint16_t* w, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
+                       int n_rows) {
   alignas(64) F16Acc<4, NX> saved[4];
   for (auto& q : saved) IGNIS_UNROLL for (int r = 0; r < 4; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
     q[r][t] = _mm512_setzero_ps();
@@ -348,22 +368,22 @@ void f16_group_blocked(int64_t n, const uint16_t* w, const uint8_t* x, size_t x_
     for (int q = 0; q < 4; ++q) {
       F16Acc<4, NX> acc;
       IGNIS_UNROLL for (int r = 0; r < 4; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[r][t] = saved[q][r][t];
-      f16_steps<4, NX>(k0, k1, n, w + 4 * q * n, x, x_stride, acc);
+      f16_steps<4, NX, IL>(k0, k1, n, f16_row<IL>(w, n, 4 * q), x, x_stride, acc);
       IGNIS_UNROLL for (int r = 0; r < 4; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t) saved[q][r][t] = acc[r][t];
     }
   }
-  for (int q = 0; q < 4; ++q) f16_store<4, NX>(saved[q], out + 4 * q, out_stride);
+  for (int q = 0; q < 4; ++q) f16_store<4, NX>(saved[q], out + 4 * q, out_stride, std::clamp(n_rows - 4 * q, 0, 4));
 }
 
 constexpr int kF16Tokens = 6;
 
-// NOTE (decode): one accumulator chain per row was slower than memory (from L3, 896 x 4864 on one Zen 5
-// core: 42-58 GB/s against 67-86 for the former two chains per row), so decode takes 4 rows at a time,
-// four chains sharing each activation load. The 4 rows are 4 short streams side by side, which the
-// hardware prefetcher alone read at half speed from DRAM (896 x 151,936: 13.7-15.8 GB/s against
-// 25-32 one row at a time), so the next 4 rows are prefetched front to back, 2 cache lines per step,
-// kF16DecodePrefetchBytes past their start: 23-30 GB/s from DRAM at 1 thread, 35-39 at 2 (one row at
-// a time 29-32 and 32-37), 89-98 from L3. Qwen2.5-0.5B F16 tg64 unchanged within the noise.
+// NOTE (decode in place): one accumulator chain per row was slower than memory (from L3, 896 x 4864 on
+// one Zen 5 core: 42-58 GB/s against 67-86 for the former two chains per row), so decode takes 4 rows
+// at a time, four chains sharing each activation load. The 4 rows are 4 short streams side by side,
+// which the hardware prefetcher alone read at half speed from DRAM (896 x 151,936: 13.7-15.8 GB/s
+// against 25-32 one row at a time), so the next 4 rows are prefetched front to back, 2 cache lines per
+// step, kF16DecodePrefetchBytes past their start: 23-30 GB/s from DRAM at 1 thread, 35-39 at 2 (one row
+// at a time 29-32 and 32-37), 89-98 from L3. Qwen2.5-0.5B F16 tg64 unchanged within the noise.
 constexpr int64_t kF16DecodePrefetchBytes = 4096;
 
 inline void f16_decode_quad(int64_t n, const uint16_t* w, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride) {
@@ -374,26 +394,60 @@ inline void f16_decode_quad(int64_t n, const uint16_t* w, const uint8_t* x, size
   for (; i + 16 <= n; i += 16) {
     _mm_prefetch(pf + 8 * i, _MM_HINT_T0);  // 4 rows x 2 bytes per element
     _mm_prefetch(pf + 8 * i + 64, _MM_HINT_T0);
-    f16_steps<4, 1>(i, i + 16, n, w, x, x_stride, acc);
+    f16_steps<4, 1, false>(i, i + 16, n, w, x, x_stride, acc);
   }
-  f16_steps<4, 1>(i, n, n, w, x, x_stride, acc);
+  f16_steps<4, 1, false>(i, n, n, w, x, x_stride, acc);
   f16_store<4, 1>(acc, out, out_stride);
 }
 
-template <int NX>
+// Decode on the copy: the group's 16 rows in one pass, one stream (the rows' chains as above).
+inline void f16_decode_il(int64_t n, const uint16_t* w, const uint8_t* x, float* out, int n_rows) {
+  __m512 acc[kR];
+  IGNIS_UNROLL for (int r = 0; r < kR; ++r) acc[r] = _mm512_setzero_ps();
+  const auto* xf = reinterpret_cast<const float*>(x);
+  auto step = [&](int64_t i, __mmask16 m) {
+    const __m512 xv = _mm512_maskz_loadu_ps(m, xf + i);
+    const uint16_t* s = w + i * kR;
+    IGNIS_UNROLL for (int r = 0; r < kR; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, s + r * kF16Il)), xv, acc[r]);
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) step(i, 0xffff);
+  if (i < n) step(i, static_cast<__mmask16>((1u << (n - i)) - 1));
+  for (int r = 0; r < n_rows; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
+template <int NX, bool IL>
 void packed_dot_f16(int64_t n, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows) {
   const auto* w = reinterpret_cast<const uint16_t*>(group);
   int k = 0;
   if constexpr (NX == 1) {
-    for (; k + 4 <= n_rows; k += 4) f16_decode_quad(n, w + k * n, x, x_stride, out + k, out_stride);
-    for (; k < n_rows; ++k) f16_rows<1, 1>(n, w + k * n, x, x_stride, out + k, out_stride);
+    if constexpr (IL) {
+      return f16_decode_il(n, w, x, out, n_rows);
+    } else {
+      for (; k + 4 <= n_rows; k += 4) f16_decode_quad(n, w + k * n, x, x_stride, out + k, out_stride);
+      for (; k < n_rows; ++k) f16_rows<1, 1, false>(n, w + k * n, x, x_stride, out + k, out_stride);
+      return;
+    }
+  }
+  if (n > 2 * kF16Block && (IL || n_rows == 16)) return f16_group_blocked<NX, IL>(n, w, x, x_stride, out, out_stride, n_rows);
+  if constexpr (IL) {  // the copy has all 16 rows (zero past n_rows)
+    for (; k < n_rows; k += 4) f16_rows<4, NX, IL>(n, f16_row<IL>(w, n, k), x, x_stride, out + k, out_stride, n_rows - k);
     return;
   }
-  if (n > 2 * kF16Block && n_rows == 16) return f16_group_blocked<NX>(n, w, x, x_stride, out, out_stride);
-  for (; k + 4 <= n_rows; k += 4) f16_rows<4, NX>(n, w + k * n, x, x_stride, out + k, out_stride);
-  for (; k + 2 <= n_rows; k += 2) f16_rows<2, NX>(n, w + k * n, x, x_stride, out + k, out_stride);
-  if (k < n_rows) f16_rows<1, NX>(n, w + k * n, x, x_stride, out + k, out_stride);
+  for (; k + 4 <= n_rows; k += 4) f16_rows<4, NX, IL>(n, w + k * n, x, x_stride, out + k, out_stride);
+  for (; k + 2 <= n_rows; k += 2) f16_rows<2, NX, IL>(n, w + k * n, x, x_stride, out + k, out_stride);
+  if (k < n_rows) f16_rows<1, NX, IL>(n, w + k * n, x, x_stride, out + k, out_stride);
+}
+
+template <bool IL>
+PackedKernels f16_kernels() {
+  static_assert(kF16Tokens == 6);
+  PackedKernels k{packed_dot_f16<1, IL>, packed_dot_f16<kF16Tokens, IL>, kF16Tokens};
+  k.dotn_rest = packed_dot_rest<packed_dot_f16<1, IL>, packed_dot_f16<2, IL>, packed_dot_f16<3, IL>,
+                                packed_dot_f16<4, IL>, packed_dot_f16<5, IL>>;
+  return k;
 }
 
 }  // namespace
@@ -438,16 +492,12 @@ PackedKernels packed_kernels_avx512(DType t) {
       k.dotn_rest = packed_dot_rest<packed_dot_q6k<1>, packed_dot_q6k<2>, packed_dot_q6k<3>>;
       return k;
     }
-    case DType::F16: {
-      static_assert(kF16Tokens == 6);
-      PackedKernels k{packed_dot_f16<1>, packed_dot_f16<kF16Tokens>, kF16Tokens};
-      k.dotn_rest = packed_dot_rest<packed_dot_f16<1>, packed_dot_f16<2>, packed_dot_f16<3>, packed_dot_f16<4>,
-                                    packed_dot_f16<5>>;
-      return k;
-    }
+    case DType::F16: return f16_kernels<true>();
     default: return {};
   }
 }
+
+PackedKernels packed_kernels_f16_rows_avx512() { return f16_kernels<false>(); }
 
 void pack_act_q8_0_avx512(const float* x, int64_t nb, int shift, uint8_t* dst) {
   // NOTE: the per-block quantizer and pack_activation's scalar loop around it (the bytes' sum, copies
