@@ -7,6 +7,7 @@
 #include <bit>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -420,6 +421,22 @@ TEST(PackedRows, ReadBackEqualsTheUnpackedRows) {
     }
     EXPECT_THROW(get_row(pv, n_out, got.data()), Error);
   }
+}
+
+// The loader's norm weights and biases: copies the store owns (out of the file mapping), 64-byte
+// aligned, counted in bytes().
+TEST(PackedStoreFloats, CopyFloatsIsAnAlignedCountedCopy) {
+  std::vector<float> v(37);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5f * static_cast<float>(i) - 3.0f;
+  PackedStore store;
+  const uint64_t before = store.bytes();
+  const float* c = store.copy_floats(v.data(), static_cast<int64_t>(v.size()));
+  ASSERT_NE(c, v.data());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(c) % 64, 0u);
+  EXPECT_EQ(std::memcmp(c, v.data(), v.size() * sizeof(float)), 0);
+  EXPECT_EQ(store.bytes(), before + v.size() * sizeof(float));
+  v[0] = 99.0f;  // a copy, not a view
+  EXPECT_EQ(c[0], -3.0f);
 }
 
 TEST(PackedErrors, GetRowRefusesUnreadablePackedViewsAndUnpackableTypesStayUnpacked) {
