@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <set>
@@ -89,9 +90,12 @@ class GgufFile {
   // File offset of the tensor data section (0 when the file has no tensors).
   uint64_t data_offset() const { return data_offset_; }
 
-  // Metadata, in file order.
-  const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }
+  // Metadata, in file order. Long top-level arrays (a vocabulary) are checked at open and read on first
+  // use: by find() (and the getters) for one key, by metadata() for all. Thread-safe.
+  const std::vector<std::pair<std::string, Value>>& metadata() const;
   const Value* find(std::string_view key) const;
+  // Elements of the array `key` without reading them (0 when absent or not an array).
+  uint64_t array_size(std::string_view key) const;
   bool has(std::string_view key) const { return find(key) != nullptr; }
 
   // Typed getters: throw Error "<file>: metadata key <key> is missing" / "... has type X, expected Y".
@@ -131,7 +135,20 @@ class GgufFile {
   uint32_t version_ = 0;
   uint32_t alignment_ = 32;
   uint64_t data_offset_ = 0;
-  std::vector<std::pair<std::string, Value>> kv_;
+  // A long array left unread at open: kv_[kv]'s elements start at pos of the file bytes.
+  struct Lazy {
+    size_t kv;
+    size_t pos;
+    uint64_t count;
+    bool read = false;
+  };
+  void read_lazy(size_t kv) const;
+
+  mutable std::vector<std::pair<std::string, Value>> kv_;  // (lazy arrays filled under lazy_mu_)
+  mutable std::vector<Lazy> lazy_;
+  mutable std::mutex lazy_mu_;
+  const uint8_t* data_ = nullptr;  // the file bytes (mapping or owned_)
+  size_t size_ = 0;
   std::map<std::string, size_t, std::less<>> kv_index_;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> tensor_index_;

@@ -134,10 +134,9 @@ void ModelLoader::read_common_hparams(HParams& hp) const {
     fail("{}: tensor token_embd.weight has {} dimensions, expected 2", path(), emb->shape.size());
   }
   hp.n_vocab = emb->shape[1];
-  if (const gguf::Value* toks = file_.find("tokenizer.ggml.tokens");
-      toks && toks->type == gguf::ValueType::ARRAY && static_cast<int64_t>(toks->arr.size()) > hp.n_vocab) {
-    fail("{}: tokenizer.ggml.tokens has {} tokens but token_embd.weight has only {} rows", path(),
-         toks->arr.size(), hp.n_vocab);
+  // (array_size: the vocabulary is not read for this, see GgufFile.)
+  if (const uint64_t n_tok = file_.array_size("tokenizer.ggml.tokens"); n_tok > static_cast<uint64_t>(hp.n_vocab)) {
+    fail("{}: tokenizer.ggml.tokens has {} tokens but token_embd.weight has only {} rows", path(), n_tok, hp.n_vocab);
   }
 }
 

@@ -178,6 +178,71 @@ TEST(GgufRead, OpenAndFromMemoryAgree) {
   }
 }
 
+// Long top-level arrays (a vocabulary) are checked at open and read on first use: their size without
+// reading them, their elements through find and metadata(), the same as short arrays read at open;
+// a bad element still fails at open.
+TEST(GgufRead, LongArraysReadOnFirstUseAndCheckedAtOpen) {
+  std::vector<std::string> toks;
+  std::vector<int32_t> types;
+  for (int i = 0; i < 5000; ++i) {
+    toks.push_back(i % 7 ? "t" + std::to_string(i) : std::string(40 + i % 5, 'x'));  // some past SSO
+    types.push_back(i % 3 - 1);
+  }
+  GgufWriter w;
+  w.set_string_array("tokenizer.ggml.tokens", toks);
+  w.set_i32_array("tokenizer.ggml.token_type", types);
+  w.set_string_array("short", {"a", "b"});
+  Value flags;
+  flags.type = ValueType::ARRAY;
+  flags.elem_type = ValueType::BOOL;
+  for (int i = 0; i < 4096; ++i) {
+    Value b;
+    b.type = ValueType::BOOL;
+    b.u = b.i = i % 2;
+    flags.arr.push_back(b);
+  }
+  w.set_array("flags", flags);
+  w.set_u32("after", 7);
+  auto bytes = w.to_bytes();
+  auto f = GgufFile::from_memory(bytes.data(), bytes.size(), "lazy.gguf");
+  EXPECT_EQ(f->array_size("tokenizer.ggml.tokens"), 5000u);
+  EXPECT_EQ(f->array_size("short"), 2u);
+  EXPECT_EQ(f->array_size("after"), 0u);
+  EXPECT_EQ(f->array_size("missing"), 0u);
+  EXPECT_EQ(f->get_int("after"), 7);
+  EXPECT_EQ(f->get_string_array("tokenizer.ggml.tokens"), toks);
+  const std::vector<int64_t> got_types = f->get_int_array("tokenizer.ggml.token_type");
+  ASSERT_EQ(got_types.size(), types.size());
+  for (size_t i = 0; i < types.size(); ++i) EXPECT_EQ(got_types[i], types[i]) << i;
+  const Value& fl = f->metadata()[3].second;  // metadata() reads every array
+  ASSERT_EQ(fl.arr.size(), 4096u);
+  EXPECT_EQ(fl.arr[4095].u, 1u);
+  EXPECT_EQ(f->metadata()[0].second.arr.size(), 5000u);
+
+  // A bool of 2 at the end of the long array, and a string running past the end: errors at open.
+  std::vector<uint8_t> bad = bytes;
+  bool patched = false;
+  for (size_t i = bad.size(); i-- > 0;) {  // the last bool written (value 1) before key "after"
+    if (bad[i] == 1 && i + 9 < bad.size() && std::memcmp(&bad[i + 1 + 8], "after", 5) == 0) {
+      bad[i] = 2;
+      patched = true;
+      break;
+    }
+  }
+  ASSERT_TRUE(patched);
+  try {
+    GgufFile::from_memory(bad.data(), bad.size(), "bad.gguf");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("invalid bool value 2"), std::string::npos) << e.what();
+  }
+  GgufWriter w2;
+  w2.set_string_array("tokenizer.ggml.tokens", toks);
+  auto cut = w2.to_bytes();
+  cut.resize(cut.size() - 20);
+  EXPECT_THROW(GgufFile::from_memory(cut.data(), cut.size(), "cut.gguf"), Error);
+}
+
 // The fixture written by gguf-py holds every value type, nested arrays and alignment 64.
 TEST(GgufRead, GgufPyFixtureAllValueTypes) {
   auto f = GgufFile::open(kData + "/gguf_py_fixture.gguf");
