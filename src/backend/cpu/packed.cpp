@@ -253,24 +253,17 @@ void pack_f16_il_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t*
   // (fixed-size copies the compiler inlines; the former per-step memcpy calls made Qwen2.5-0.5B's 1 GB
   // copy take 1.4-2.6 s).
   constexpr int64_t kStep = kF16CopyStep;
-  const int64_t steps = (n_in + kStep - 1) / kStep, full = n_in / kStep;
+  const int64_t full = n_in / kStep;
   auto* d = reinterpret_cast<uint16_t*>(dst);
-  for (int64_t g = g_begin; g < g_end; ++g) {
-    uint16_t* group = d + g * steps * kR * kStep;
-    for (int64_t r = 0; r < kR; ++r) {
-      uint16_t* o = group + r * kStep;
-      const int64_t row = g * kR + r;
-      if (row >= n_out) {
-        for (int64_t s = 0; s < steps; ++s) std::memset(o + s * kR * kStep, 0, kStep * 2);
-        continue;
-      }
-      const uint16_t* src = w + row * n_in;
-      for (int64_t s = 0; s < full; ++s) std::memcpy(o + s * kR * kStep, src + s * kStep, kStep * 2);
-      if (full < steps) {
-        uint16_t* t = o + full * kR * kStep;
-        std::memset(t, 0, kStep * 2);
-        std::memcpy(t, src + full * kStep, static_cast<size_t>(n_in - full * kStep) * 2);
-      }
+  for (int64_t row = g_begin * kR; row < g_end * kR; ++row) {
+    uint16_t* o = d + f16_copy_index(row, 0, n_in);
+    const int64_t copied = row < n_out ? full : 0;  // rows past n_out: zero
+    const uint16_t* src = row < n_out ? w + row * n_in : nullptr;
+    for (int64_t s = 0; s < copied; ++s) std::memcpy(o + s * kR * kStep, src + s * kStep, kStep * 2);
+    for (int64_t i = copied * kStep; i < n_in; i += kStep) {  // the masked tail step, or a zero row
+      uint16_t* t = o + i * kR;
+      std::memset(t, 0, kStep * 2);
+      if (row < n_out) std::memcpy(t, src + i, static_cast<size_t>(n_in - i) * 2);
     }
   }
 }
@@ -316,12 +309,9 @@ void packed_get_row(const WeightView& w, int64_t row, float* dst) {
       tr->to_float(static_cast<const uint8_t*>(w.data) + row_bytes(w.type, w.n_in) * static_cast<size_t>(row), dst, w.n_in);
       return;
     }
-    const int64_t steps = (w.n_in + kF16CopyStep - 1) / kF16CopyStep;
-    const auto* src = static_cast<const uint16_t*>(copy) + ((row / kR) * steps * kR + row % kR) * kF16CopyStep;
-    for (int64_t s = 0; s < steps; ++s) {
-      const int64_t i = s * kF16CopyStep;
-      tr->to_float(src + s * kR * kF16CopyStep, dst + i, std::min(kF16CopyStep, w.n_in - i));
-    }
+    for (int64_t i = 0; i < w.n_in; i += kF16CopyStep)
+      tr->to_float(static_cast<const uint16_t*>(copy) + f16_copy_index(row, i, w.n_in), dst + i,
+                   std::min(kF16CopyStep, w.n_in - i));
     return;
   }
   const int64_t nb = w.n_in / kQK;

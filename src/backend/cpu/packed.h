@@ -256,6 +256,11 @@ PackedKernels packed_kernels_f16_rows_avx512();  // only call when AVX-512 is su
 // Writes row groups [g_begin, g_end) of the F16 matrix w (n_out rows of n_in) as the AVX-512 copy: per
 // group, each kF16CopyStep-element step of its 16 rows one after another, zeros past n_in and n_out.
 void pack_f16_il_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin, int64_t g_end);
+// Where that copy holds element i (a multiple of kF16CopyStep) of `row`: an index in f16 elements.
+inline int64_t f16_copy_index(int64_t row, int64_t i, int64_t n_in) {
+  const int64_t steps = (n_in + kF16CopyStep - 1) / kF16CopyStep;
+  return ((row / kPackRows) * steps * kPackRows + row % kPackRows) * kF16CopyStep + i * kPackRows;
+}
 // y[i] = x[i] rounded to the nearest f16 (ties to even), as f32: F16 products' activations.
 void f16_round_avx512(const float* x, float* y, int64_t n);  // only call when AVX-512 is supported
 void f16_round_avx2(const float* x, float* y, int64_t n);    // only call when AVX2 and F16C are supported
