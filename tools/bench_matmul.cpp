@@ -1,7 +1,8 @@
 // ignis-bench-matmul: one weight product through cpu::matmul (packed as the model packs it), timed in
 // isolation: GMAC/s for prefill shapes, and GB/s of weights read for decode (1 token). With COPIES > 1
 // the product rotates over that many copies of the weight, so a decode reads them from DRAM instead of
-// the cache (size the copies past the L3).
+// the cache (size the copies past the L3). With IGNIS_BENCH_ROWS=1 it times the kernels on ggml's rows
+// that serve a weight copied in the background (packed.h: copied_in_background) until its copy exists.
 //   ignis-bench-matmul TYPE N_IN N_OUT TOKENS [THREADS=1] [REPS=20] [COPIES=1]
 // Prints the best and the median of REPS timed products (after one warm-up).
 #include <algorithm>
@@ -53,9 +54,15 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<cpu::PackedStore>> stores;
   std::vector<cpu::WeightView> views;
   std::vector<std::vector<uint8_t>> raws;  // unpacked copies (types without a packed kernel)
+  const char* rows_env = std::getenv("IGNIS_BENCH_ROWS");
+  const bool rows = rows_env && rows_env[0] == '1';
+  if (rows && !cpu::copied_in_background(*type)) {
+    std::fprintf(stderr, "ignis-bench-matmul: %s is not copied in the background on this CPU\n", tr->name);
+    return 2;
+  }
   for (int c = 0; c < copies; ++c) {
     stores.push_back(std::make_unique<cpu::PackedStore>());
-    if (cpu::can_pack(w) && *type != DType::F16) {
+    if (cpu::can_pack(w) && !cpu::copied_in_background(*type)) {
       views.push_back(stores.back()->add(w));
     } else {
       raws.push_back(raw);
@@ -63,6 +70,7 @@ int main(int argc, char** argv) {
       views.push_back(cpu::can_pack(wc) ? stores.back()->add(wc) : wc);
     }
     stores.back()->wait();
+    if (rows) views.back().repacked = nullptr;
   }
   std::vector<float> x(n_in * n_tok), y(n_out * n_tok);
   for (auto& v : x) v = nd(rng);

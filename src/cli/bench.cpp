@@ -182,8 +182,8 @@ int run_bench(const BenchOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   auto m = model::Model::load(path, {.quant = o.quant});
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  // load_ms: until the model can run. Weights still being copied in the background (F16 on AMX) are
-  // waited for before anything is timed, so the rates are the final kernels'.
+  // load_ms: until the model can run. Weights still being copied in the background (packed.h:
+  // copied_in_background) are waited for before anything is timed, so the rates are the final kernels'.
   m->wait_repacked();
   const int64_t n_ctx_train = m->hparams().n_ctx_train;
   // Each test runs alone in a cache of its own length (llama-bench's n_prompt + n_gen), which may pass

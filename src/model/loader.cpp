@@ -219,8 +219,8 @@ cpu::WeightView ModelLoader::pack(const cpu::WeightView& w) {
 
 cpu::WeightView ModelLoader::tied_output(cpu::WeightView& tok_embd) {
   const cpu::WeightView p = pack(tok_embd);
-  // (F16: its copy, made in the background, is readable off AMX.)
-  const bool copy = p.type == DType::F16 ? p.repacked && !cpu::f16_on_amx() : p.data != tok_embd.data;
+  // (Copies made in the background are readable, F16's off AMX.)
+  const bool copy = p.repacked ? !(p.type == DType::F16 && cpu::f16_on_amx()) : p.data != tok_embd.data;
   if (p.packed && copy && cpu::packed_rows_readable(p.type)) tok_embd = p;
   return p;
 }

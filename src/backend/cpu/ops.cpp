@@ -190,11 +190,12 @@ struct Glu {
 // on AMX; elsewhere it returns false having written nothing (see matmul_glu).
 bool matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int64_t n_tokens, float* y,
                    int64_t y_stride, const Glu* glu = nullptr) {
-  // F16: the copy once the background has made it, else ggml's rows with their own kernels (f16_rows;
-  // the same bits). Where F16 is not copied (AVX2) its packed kernels take the rows.
+  // Types copied in the background (F16 on AVX-512, the quantized types there without AMX): the
+  // copy once it exists, else ggml's rows with their own kernels (the same bits). Where F16 is not
+  // copied (AVX2) its packed kernels take the rows.
   WeightView w = view;
-  bool f16_rows = false;
-  if (w.type == DType::F16) {
+  bool in_rows = false;
+  if (copied_in_background(w.type)) {
     const void* copy = w.repacked ? w.repacked->load(std::memory_order_acquire) : nullptr;
     if (copy) {
       w.data = copy;
@@ -206,9 +207,9 @@ bool matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
       }
       return true;
     }
-    f16_rows = !copy && f16_copied();
+    in_rows = !copy;
   }
-  const PackedKernels k = f16_rows ? packed_kernels_f16_rows() : packed_kernels(w.type);
+  const PackedKernels k = in_rows ? packed_kernels_rows(w.type) : packed_kernels(w.type);
   if (!k.dot1) fail("matmul: packed {} weight but no packed kernel on this CPU", dtype_name(w.type));
   const bool f16 = w.type == DType::F16;
   const int64_t nb = f16 ? w.n_in : w.n_in / dtype_traits(w.type)->block_size;
@@ -229,8 +230,8 @@ bool matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
     pack_activation(w.type, x + t * w.n_in, w.n_in, dst);
     if (amx_table) amx_table_column(dst, nb, t, table);
   });
-  // (F16 in place: a "group" is 16 consecutive rows; its copy, see packed.h.)
-  const size_t group_bytes = f16_rows ? row_bytes(w.type, w.n_in) * kPackRows : packed_group_bytes(w.type, w.n_in);
+  // (In place a "group" is 16 consecutive rows; the copies, see packed.h.)
+  const size_t group_bytes = in_rows ? row_bytes(w.type, w.n_in) * kPackRows : packed_group_bytes(w.type, w.n_in);
   const auto* wb = static_cast<const uint8_t*>(w.data);
   const int64_t n_groups = (w.n_out + kPackRows - 1) / kPackRows;
   auto rows = [&](int64_t g) { return static_cast<int>(std::min<int64_t>(kPackRows, w.n_out - g * kPackRows)); };

@@ -314,9 +314,17 @@ void packed_get_row(const WeightView& w, int64_t row, float* dst) {
                    std::min(kF16CopyStep, w.n_in - i));
     return;
   }
+  const void* packed = w.data;
+  if (w.repacked) {  // copied in the background: ggml's rows until the copy exists
+    packed = w.repacked->load(std::memory_order_acquire);
+    if (!packed) {
+      tr->to_float(static_cast<const uint8_t*>(w.data) + row_bytes(w.type, w.n_in) * static_cast<size_t>(row), dst, w.n_in);
+      return;
+    }
+  }
   const int64_t nb = w.n_in / kQK;
   const size_t rec = static_cast<size_t>(packed_record_bytes(w.type));
-  const uint8_t* group = static_cast<const uint8_t*>(w.data) + packed_group_bytes(w.type, w.n_in) * static_cast<size_t>(row / kR);
+  const uint8_t* group = static_cast<const uint8_t*>(packed) + packed_group_bytes(w.type, w.n_in) * static_cast<size_t>(row / kR);
   alignas(8) uint8_t block[64];
   for (int64_t b = 0; b < nb; ++b) {
     unpack_block(w.type, group + b * rec, row % kR, block);
@@ -450,7 +458,9 @@ void PackedStore::repack_loop() {
         const int64_t g_end = std::min(n_groups, g + kSliceGroups);
         const auto* src = static_cast<const uint16_t*>(p.data);
         uint8_t* part = dst + (row0 / kR) * group_bytes;
-        if (f16_on_amx())
+        if (p.type != DType::F16)
+          pack_groups(p, dst, row0, g, g_end);
+        else if (f16_on_amx())
           pack_f16_amx_groups(src, p.n_in, p.n_out, part, g, g_end);
         else
           pack_f16_il_groups(src, p.n_in, p.n_out, part, g, g_end);
@@ -513,9 +523,9 @@ const float* PackedStore::copy_floats(const float* src, int64_t n) {
 WeightView PackedStore::add(const WeightView& w) {
   if (!can_pack(w)) return w;
   WeightView v = w;
-  if (w.type == DType::F16) {  // F16 keeps its rows until its copy exists
+  if (copied_in_background(w.type) || w.type == DType::F16) {  // the rows until the copy exists
     v.packed = true;
-    if (f16_copied()) repack_later(v, {});  // the copy comes from the background
+    if (copied_in_background(w.type)) repack_later(v, {});  // the copy comes from the background
     return v;
   }
   auto* dst = alloc(packed_bytes(w), w);
@@ -535,7 +545,7 @@ WeightView PackedStore::add_fused(std::span<const WeightView> parts) {
     if (&p != &parts.back() && p.n_out % kR != 0) return {};
     f.n_out += p.n_out;
   }
-  if (f.type == DType::F16) {  // copied in the background; the parts' rows until then
+  if (copied_in_background(f.type)) {  // copied in the background; the parts' rows until then
     f.packed = true;
     repack_later(f, parts);
     return f;
@@ -565,6 +575,17 @@ bool f16_on_amx() {
 }
 
 bool f16_copied() { return best_isa() == Isa::kAvx512; }
+
+bool copied_in_background(DType t) {
+  if (t == DType::F16) return f16_copied();
+  if (best_isa() != Isa::kAvx512 || use_amx()) return false;
+  return t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q6_K;
+}
+
+PackedKernels packed_kernels_rows(DType t) {
+  if (t == DType::F16) return packed_kernels_f16_rows();
+  return copied_in_background(t) ? packed_kernels_rows_avx512(t) : PackedKernels{};
+}
 
 PackedKernels packed_kernels_f16_rows() {
   return f16_on_amx() ? packed_kernels_f16_amx(true) : packed_kernels_f16_rows_avx512();

@@ -253,6 +253,17 @@ bool f16_copied();
 // Where f16_copied(): the kernels on ggml's rows in place (a group = 16 consecutive rows).
 PackedKernels packed_kernels_f16_rows();
 PackedKernels packed_kernels_f16_rows_avx512();  // only call when AVX-512 is supported
+// True if PackedStore makes the packed copy of a weight of type t in the background, the products
+// taking packed_kernels_rows(t) on ggml's rows until it exists (the same bits): F16 where f16_copied(),
+// and the other packed types (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K) on AVX-512 VNNI without AMX.
+// NOTE: packed at load, those types' fresh memory made loading slow: the kernel faulting in and
+// zeroing the pages was 49% of a load's samples, the packing loop 28%. Load to first token
+// (bench/load-vs-llamacpp.sh 3, 2-vCPU Zen 5) was 1,418 ms for Qwen2.5-0.5B Q8_0 against llama-simple's
+// 636, 1,542 against 701 for its Q4_K_M mix, 1,338 against 749 for Qwen3-0.6B Q8_0.
+bool copied_in_background(DType t);
+// Where copied_in_background(t): the kernels on ggml's rows in place (a group = 16 consecutive rows).
+PackedKernels packed_kernels_rows(DType t);
+PackedKernels packed_kernels_rows_avx512(DType t);  // (packed_rows_avx512.cpp) only call when AVX-512 is supported
 // Writes row groups [g_begin, g_end) of the F16 matrix w (n_out rows of n_in) as the AVX-512 copy: per
 // group, each kF16CopyStep-element step of its 16 rows one after another, zeros past n_in and n_out.
 void pack_f16_il_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin, int64_t g_end);

@@ -49,20 +49,8 @@ bool software_prefetch_pays() {
 // K-quants: no software prefetch (their records are read sequentially and the hardware prefetcher does
 // better alone: a 60000 x 1536 Q4_K matvec read 34 GB/s without and 20-23 GB/s with 1-8 records ahead).
 
-// acc += w . (p's 4 bytes in every lane), with the broadcast folded into vpdpbusd's memory operand
-// ({1to16}): GCC emits a separate vpbroadcastd per use otherwise, one extra instruction per vpdpbusd.
-inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const uint8_t* p) {
-  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
-  return acc;
-}
-
 inline void prefetch(const uint8_t* p, int64_t n) {
   for (int64_t l = 0; l < n; l += 64) _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
-}
-
-inline void store_rows(float* out, int n_rows, __m512 v) {
-  const __mmask16 k = n_rows >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n_rows) - 1);
-  _mm512_mask_storeu_ps(out, k, v);
 }
 
 // ---- 32-element blocks: Q4_0, Q5_0, Q8_0 ----
@@ -113,7 +101,7 @@ void packed_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t, fl
       i1 = dpbusd_bcast(i1, w[j + 1], xq + 4 * j + 4);
     }
     i0 = _mm512_add_epi32(i0, i1);
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i0), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc);
+    acc = scale_add(acc, i0, dw, dx);
   }
   store_rows(out, n_rows, acc);
 }
@@ -170,7 +158,7 @@ void packed_dot32_rg(int64_t nb, const uint8_t* group, size_t group_bytes, const
       float dx;
       std::memcpy(&dx, x + t * x_stride + x_d + 4 * b, 4);
       IGNIS_UNROLL for (int g = 0; g < G; ++g)
-        acc[g][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[g][t]), _mm512_mul_ps(dw[g], _mm512_set1_ps(dx)), acc[g][t]);
+        acc[g][t] = scale_add(acc[g][t], ia[g][t], dw[g], dx);
     }
   }
   IGNIS_UNROLL for (int g = 0; g < G; ++g) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
@@ -239,9 +227,7 @@ void packed_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
     const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 32)));
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-      const __m512 dx = _mm512_set1_ps(act_k(x + t * x_stride, s)->d);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, dx), acc[t]);
-      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum[t]), _mm512_mul_ps(dmin, dx), acc[t]);
+      acc[t] = scale_add_q4k(acc[t], isum[t], msum[t], d, dmin, act_k(x + t * x_stride, s)->d);
     }
   }
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
@@ -282,8 +268,7 @@ void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-      const __m512 dx = _mm512_set1_ps(act_k(x + t * x_stride, s)->d);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, dx), acc[t]);
+      acc[t] = scale_add(acc[t], isum[t], d, act_k(x + t * x_stride, s)->d);
     }
   }
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);

@@ -9,6 +9,31 @@
 
 namespace ignis::cpu {
 
+// acc += w . (p's 4 bytes in every lane), with the broadcast folded into vpdpbusd's memory operand
+// ({1to16}): GCC emits a separate vpbroadcastd per use otherwise, one extra instruction per vpdpbusd.
+inline __m512i dpbusd_bcast(__m512i acc, __m512i w, const uint8_t* p) {
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
+  return acc;
+}
+
+inline void store_rows(float* out, int n_rows, __m512 v) {
+  const __mmask16 k = n_rows >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n_rows) - 1);
+  _mm512_mask_storeu_ps(out, k, v);
+}
+
+// The float steps of the VNNI kernels, one definition for those on packed records (packed_avx512.cpp)
+// and those on ggml's rows (packed_rows_avx512.cpp), so that both round alike: a block's (super-block's)
+// exact integer dots, one per row, times the rows' scales dw and the token's scale dx, added to acc.
+inline __m512 scale_add(__m512 acc, __m512i dots, __m512 dw, float dx) {
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc);
+}
+// Q4_K: the scaled dots, then the mins' sums times dmin.
+inline __m512 scale_add_q4k(__m512 acc, __m512i isum, __m512i msum, __m512 d, __m512 dmin, float dx) {
+  const __m512 vdx = _mm512_set1_ps(dx);
+  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, vdx), acc);
+  return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, vdx), acc);
+}
+
 // The quants (q + 32, 0..63, one byte per element) of triple h of a packed Q6_K record (packed.h; tri:
 // the record's first triple): q[u] = element group h + 16u of the 16 rows.
 inline void q6k_triple_quants(const uint8_t* tri, int h, __m512i q[4]) {

@@ -1,0 +1,283 @@
+// AVX-512 VNNI kernels on ggml's rows in place, for the packed types (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K) while
+// PackedStore makes their packed copy in the background (copied_in_background, packed.h).
+//
+// A "group" here is 16 consecutive rows of ggml blocks. Per block (super-block) the kernels build, in
+// registers, exactly the vectors the packed kernels load from a record: for every 4-element group
+// one int32 lane per row holding its 4 unsigned quants (q + off), the rows' f16 scales as one vector,
+// the K-quants' sub-block scales and mins per row. The 16 rows' bytes come in by 4 x 4 dword
+// transposes within 128-bit lanes (16 loads of 16 bytes and 8 unpacks give 4 vectors), the per-row
+// scales by gathers. The integer dots are then exact as in the packed kernels, and the float steps
+// are the same functions (packed_avx512.h: scale_add, scale_add_q4k) in the same order per row and
+// token, so a product has the same bits before and after the copy exists (tests: Packed.*).
+// Rows past n_rows in the last group read row n_rows - 1 again; their lanes are not stored.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+#include "backend/cpu/packed.h"
+#include "backend/cpu/packed_avx512.h"
+#include "core/quant_blocks.h"
+
+namespace ignis::cpu {
+namespace {
+
+#define IGNIS_UNROLL _Pragma("GCC unroll 8")
+
+// The 16 rows of a group and their byte offsets from the first (64-bit: gathers take them as is).
+struct Rows {
+  const uint8_t* r[kPackRows];
+  __m512i off_lo, off_hi;  // rows 0-7, 8-15
+  Rows(const uint8_t* group, size_t row_bytes, int n_rows) {
+    alignas(64) int64_t o[kPackRows];
+    for (int k = 0; k < kPackRows; ++k) {
+      o[k] = static_cast<int64_t>(row_bytes) * std::min(k, n_rows - 1);
+      r[k] = group + o[k];
+    }
+    off_lo = _mm512_load_si512(o);
+    off_hi = _mm512_load_si512(o + 8);
+  }
+  // Lane k: the 4 bytes at row k + at.
+  __m512i gather32(size_t at) const {
+    const uint8_t* base = r[0] + at;
+    const __m256i lo = _mm512_i64gather_epi32(off_lo, base, 1), hi = _mm512_i64gather_epi32(off_hi, base, 1);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  }
+  // The 16 rows' f16 at row + at as floats (low half of the gathered dword, or the high half).
+  __m512 f16s(size_t at, bool high = false) const {
+    __m512i v = gather32(at);
+    if (high) v = _mm512_srli_epi32(v, 16);
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+  }
+  // out[c] lane k: dword c of the 16 bytes at row k + at.
+  void t4(size_t at, __m512i out[4]) const {
+    __m512i z[4];
+    IGNIS_UNROLL for (int i = 0; i < 4; ++i) {
+      __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[i] + at)));
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[i + 4] + at)), 1);
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[i + 8] + at)), 2);
+      z[i] = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[i + 12] + at)), 3);
+    }
+    // 128-bit lane l of z[i]: row i + 4l; after the transpose lane l of out[c] holds rows 4l..4l+3.
+    const __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
+    const __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
+    out[0] = _mm512_unpacklo_epi64(a0, a2);
+    out[1] = _mm512_unpackhi_epi64(a0, a2);
+    out[2] = _mm512_unpacklo_epi64(a1, a3);
+    out[3] = _mm512_unpackhi_epi64(a1, a3);
+  }
+};
+
+// ---- 32-element blocks: the 8 element groups' chunks (decode32's) and the rows' scales ----
+
+template <DType T>
+constexpr size_t kBlockBytes = T == DType::Q4_0 ? sizeof(BlockQ4_0) : T == DType::Q5_0 ? sizeof(BlockQ5_0) : sizeof(BlockQ8_0);
+
+template <DType T>
+inline __m512 rows_block32(const Rows& rows, int64_t b, __m512i w[8]) {
+  const size_t at = static_cast<size_t>(b) * kBlockBytes<T>;
+  if constexpr (T == DType::Q8_0) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));  // q + 128
+    rows.t4(at + 2, w);
+    rows.t4(at + 18, w + 4);
+    IGNIS_UNROLL for (int j = 0; j < 8; ++j) w[j] = _mm512_xor_si512(w[j], flip);
+  } else {
+    // qs byte i: element i (low nibble), element i + 16 (high): dword c holds groups c and c + 4.
+    const __m512i m0f = _mm512_set1_epi8(0x0f);
+    __m512i u[4];
+    rows.t4(at + (T == DType::Q5_0 ? 6 : 2), u);
+    IGNIS_UNROLL for (int c = 0; c < 4; ++c) {
+      w[c] = _mm512_and_si512(u[c], m0f);
+      w[c + 4] = _mm512_and_si512(_mm512_srli_epi16(u[c], 4), m0f);
+    }
+    if constexpr (T == DType::Q5_0) {
+      // Bit 4g + j of qh: the 5th bit of element 4g + j, to bit 4 of byte j (a 16-entry table).
+      alignas(64) static constexpr uint32_t kSpread[16] = {
+          0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010, 0x00101000, 0x00101010,
+          0x10000000, 0x10000010, 0x10001000, 0x10001010, 0x10100000, 0x10100010, 0x10101000, 0x10101010};
+      const __m512i spread = _mm512_load_si512(kSpread), m4 = _mm512_set1_epi32(0xf);
+      const __m512i qh = rows.gather32(at + 2);
+      IGNIS_UNROLL for (int g = 0; g < 8; ++g)
+        w[g] = _mm512_or_si512(w[g], _mm512_permutexvar_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 4 * g), m4), spread));
+    }
+  }
+  return rows.f16s(at);
+}
+
+// NX tokens (1 to 6); per row and token the integer dots and float steps of packed_dot32.
+template <DType T, int NX>
+void rows_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
+                int n_rows) {
+  const Rows rows(group, static_cast<size_t>(nb) * kBlockBytes<T>, n_rows);
+  const int64_t x_d = nb * 32, x_c = nb * 36;
+  __m512 acc[NX];
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i w[8];
+    const __m512 dw = rows_block32<T>(rows, b, w);
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+      const uint8_t* xt = x + t * x_stride;
+      float dx;
+      int32_t cx;
+      std::memcpy(&dx, xt + x_d + 4 * b, 4);
+      std::memcpy(&cx, xt + x_c + 4 * b, 4);
+      __m512i i0 = _mm512_set1_epi32(cx);
+      IGNIS_UNROLL for (int j = 0; j < 8; ++j) i0 = dpbusd_bcast(i0, w[j], xt + b * 32 + 4 * j);
+      acc[t] = scale_add(acc[t], i0, dw, dx);
+    }
+  }
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
+}
+
+// ---- K-quants against Q8_K activations (the side array of packed.h) ----
+
+inline const BlockQ8_K* act_k(const uint8_t* xt, int64_t s) {
+  return reinterpret_cast<const BlockQ8_K*>(xt + s * sizeof(BlockQ8_K));
+}
+inline const int32_t* side_k(const uint8_t* xt, int64_t nb, int64_t s) {
+  return reinterpret_cast<const int32_t*>(xt + nb * sizeof(BlockQ8_K)) + 16 * s;
+}
+
+// Per super-block: sub-block scales and mins from the 12 scale bytes (k4_scale_min on every lane),
+// then per pair i of sub-blocks the chunks (i, c) of packed.h, dword c of qs[32i..32i+31].
+template <int NX>
+void rows_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
+                  int n_rows) {
+  const Rows rows(group, static_cast<size_t>(nb) * sizeof(BlockQ4_K), n_rows);
+  const __m512i m0f = _mm512_set1_epi8(0x0f), m3f = _mm512_set1_epi32(63), m03 = _mm512_set1_epi32(3);
+  __m512 acc[NX];
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s) {
+    const size_t at = static_cast<size_t>(s) * sizeof(BlockQ4_K);
+    const __m512i q0 = rows.gather32(at + 4), q1 = rows.gather32(at + 8), q2 = rows.gather32(at + 12);
+    // Scale / min j of every row as an int32 lane.
+    auto scale = [&](int j) {
+      if (j < 4) return _mm512_and_si512(_mm512_srli_epi32(q0, 8 * j), m3f);
+      const int b = 8 * (j - 4);
+      return _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q2, b), _mm512_set1_epi32(0xf)),
+                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(q0, b + 6), m03), 4));
+    };
+    auto min = [&](int j) {
+      if (j < 4) return _mm512_and_si512(_mm512_srli_epi32(q1, 8 * j), m3f);
+      const int b = 8 * (j - 4);
+      return _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q2, b + 4), _mm512_set1_epi32(0xf)),
+                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(q1, b + 6), m03), 4));
+    };
+    __m512i isum[NX], msum[NX];
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = msum[t] = _mm512_setzero_si512();
+    IGNIS_UNROLL for (int i = 0; i < 4; ++i) {
+      __m512i ch[8];
+      rows.t4(at + 16 + 32 * i, ch);
+      rows.t4(at + 32 + 32 * i, ch + 4);
+      __m512i a0[NX], a1[NX];
+      IGNIS_UNROLL for (int t = 0; t < NX; ++t) a0[t] = a1[t] = _mm512_setzero_si512();
+      IGNIS_UNROLL for (int c = 0; c < 8; ++c) {
+        const __m512i lo = _mm512_and_si512(ch[c], m0f), hi = _mm512_and_si512(_mm512_srli_epi16(ch[c], 4), m0f);
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+          const int8_t* xq = act_k(x + t * x_stride, s)->qs + 64 * i + 4 * c;
+          a0[t] = dpbusd_bcast(a0[t], lo, reinterpret_cast<const uint8_t*>(xq));
+          a1[t] = dpbusd_bcast(a1[t], hi, reinterpret_cast<const uint8_t*>(xq + 32));
+        }
+      }
+      const __m512i s0 = scale(2 * i), s1 = scale(2 * i + 1);
+      const __m512i m = _mm512_or_si512(min(2 * i), _mm512_slli_epi32(min(2 * i + 1), 16));  // int16 pairs
+      IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(a0[t], s0), _mm512_mullo_epi32(a1[t], s1)));
+        msum[t] = _mm512_dpwssd_epi32(msum[t], m, _mm512_set1_epi32(side_k(x + t * x_stride, nb, s)[i]));
+      }
+    }
+    const __m512 d = rows.f16s(at), dmin = rows.f16s(at, true);
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t)
+      acc[t] = scale_add_q4k(acc[t], isum[t], msum[t], d, dmin, act_k(x + t * x_stride, s)->d);
+  }
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
+}
+
+// Element group h + 16u (u < 4) of a Q6_K super-block is ql dword h of half u / 2 (high nibbles for odd
+// u) with 2 bits of qh dword h % 8 of that half (shifted by 2 (h / 8) + 4 (u % 2)); its sub-block is
+// j + 4u for h = 4j..4j+3, as packed_dot_q6k takes them.
+template <int NX>
+void rows_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
+                  int n_rows) {
+  const Rows rows(group, static_cast<size_t>(nb) * sizeof(BlockQ6_K), n_rows);
+  const __m512i m0f = _mm512_set1_epi8(0x0f), m03 = _mm512_set1_epi8(0x03);
+  __m512 acc[NX];
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s) {
+    const size_t at = static_cast<size_t>(s) * sizeof(BlockQ6_K);
+    __m512i sc[4];  // dword u of the 16 scales: sub-blocks 4u..4u+3
+    rows.t4(at + offsetof(BlockQ6_K, scales), sc);
+    __m512i isum[NX];
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm512_setzero_si512();
+    for (int j = 0; j < 4; ++j) {
+      __m512i a[NX][4];
+      IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+        const int32_t* sd = side_k(x + t * x_stride, nb, s);
+        IGNIS_UNROLL for (int u = 0; u < 4; ++u) a[t][u] = _mm512_set1_epi32(sd[j + 4 * u]);
+      }
+      __m512i ql[2][4], qh[2][4];
+      IGNIS_UNROLL for (int half = 0; half < 2; ++half) {
+        rows.t4(at + 64 * half + 16 * j, ql[half]);
+        rows.t4(at + offsetof(BlockQ6_K, qh) + 32 * half + 16 * (j % 2), qh[half]);
+      }
+      IGNIS_UNROLL for (int hh = 0; hh < 4; ++hh) {
+        const int h = 4 * j + hh;
+        __m512i q[4];
+        IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
+          const __m512i l = ql[u / 2][hh], hb = qh[u / 2][hh];
+          const __m512i lo = _mm512_and_si512(u % 2 ? _mm512_srli_epi16(l, 4) : l, m0f);
+          const int sh = 2 * (j / 2) + 4 * (u % 2);
+          q[u] = _mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hb, sh), m03), 4));
+        }
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+          const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs);
+          IGNIS_UNROLL for (int u = 0; u < 4; ++u) a[t][u] = dpbusd_bcast(a[t][u], q[u], xq + 4 * (h + 16 * u));
+        }
+      }
+      IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
+        // Sub-block j + 4u: byte j of sc[u], sign-extended.
+        const __m512i scv = _mm512_srai_epi32(_mm512_slli_epi32(sc[u], 24 - 8 * j), 24);
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(a[t][u], scv));
+      }
+    }
+    // d: the high half of the dword ending the block (a gather of the last 4 bytes stays inside it).
+    const __m512 d = rows.f16s(at + sizeof(BlockQ6_K) - 4, true);
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = scale_add(acc[t], isum[t], d, act_k(x + t * x_stride, s)->d);
+  }
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
+}
+
+template <DType T>
+PackedKernels kernels32() {
+  PackedKernels k{rows_dot32<T, 1>, rows_dot32<T, 6>, 6};
+  k.dotn_rest = packed_dot_rest<rows_dot32<T, 1>, rows_dot32<T, 2>, rows_dot32<T, 3>, rows_dot32<T, 4>, rows_dot32<T, 5>>;
+  return k;
+}
+
+}  // namespace
+
+PackedKernels packed_kernels_rows_avx512(DType t) {
+  switch (t) {
+    case DType::Q4_0: return kernels32<DType::Q4_0>();
+    case DType::Q5_0: return kernels32<DType::Q5_0>();
+    case DType::Q8_0: return kernels32<DType::Q8_0>();
+    case DType::Q4_K: {
+      PackedKernels k{rows_dot_q4k<1>, rows_dot_q4k<4>, 4};
+      k.dotn_rest = packed_dot_rest<rows_dot_q4k<1>, rows_dot_q4k<2>, rows_dot_q4k<3>>;
+      return k;
+    }
+    case DType::Q6_K: {
+      PackedKernels k{rows_dot_q6k<1>, rows_dot_q6k<4>, 4};
+      k.dotn_rest = packed_dot_rest<rows_dot_q6k<1>, rows_dot_q6k<2>, rows_dot_q6k<3>>;
+      return k;
+    }
+    case DType::F16: return packed_kernels_f16_rows_avx512();
+    default: return {};
+  }
+}
+
+}  // namespace ignis::cpu
