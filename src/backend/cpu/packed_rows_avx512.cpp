@@ -32,7 +32,11 @@ namespace {
 struct Rows {
   const uint8_t* r[kPackRows];
   __m512i off_lo, off_hi;  // rows 0-7, 8-15
-  Rows(const uint8_t* group, size_t row_bytes, int n_rows) {
+  const char* next;        // the next group (consecutive in memory: a thread's next group in decode)
+  int64_t next_lines;      // cache lines of it to prefetch per block
+  Rows(const uint8_t* group, size_t row_bytes, int n_rows, int64_t nb)
+      : next(reinterpret_cast<const char*>(group + kPackRows * row_bytes)),
+        next_lines((static_cast<int64_t>(kPackRows * row_bytes) / 64 + nb) / nb) {
     alignas(64) int64_t o[kPackRows];
     for (int k = 0; k < kPackRows; ++k) {
       o[k] = static_cast<int64_t>(row_bytes) * std::min(k, n_rows - 1);
@@ -40,6 +44,13 @@ struct Rows {
     }
     off_lo = _mm512_load_si512(o);
     off_hi = _mm512_load_si512(o + 8);
+  }
+  // NOTE: the 16 rows are 16 streams each advancing one block per step, which the hardware prefetcher
+  // followed slowly: a Q8_0 896 x 4864 matvec from DRAM read 5.9 GB/s on one Zen 5 core (44 GB/s from
+  // L3). So the next group (the rows that follow, one region) is prefetched front to back, spread over
+  // this group's blocks. (Prefetches past the matrix do not fault.)
+  void prefetch_next(int64_t b) const {
+    for (int64_t l = b * next_lines; l < (b + 1) * next_lines; ++l) _mm_prefetch(next + 64 * l, _MM_HINT_T0);
   }
   // Lane k: the 4 bytes at row k + at.
   __m512i gather32(size_t at) const {
@@ -112,11 +123,12 @@ inline __m512 rows_block32(const Rows& rows, int64_t b, __m512i w[8]) {
 template <DType T, int NX>
 void rows_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
                 int n_rows) {
-  const Rows rows(group, static_cast<size_t>(nb) * kBlockBytes<T>, n_rows);
+  const Rows rows(group, static_cast<size_t>(nb) * kBlockBytes<T>, n_rows, nb);
   const int64_t x_d = nb * 32, x_c = nb * 36;
   __m512 acc[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
+    rows.prefetch_next(b);
     __m512i w[8];
     const __m512 dw = rows_block32<T>(rows, b, w);
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
@@ -147,12 +159,13 @@ inline const int32_t* side_k(const uint8_t* xt, int64_t nb, int64_t s) {
 template <int NX>
 void rows_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
                   int n_rows) {
-  const Rows rows(group, static_cast<size_t>(nb) * sizeof(BlockQ4_K), n_rows);
+  const Rows rows(group, static_cast<size_t>(nb) * sizeof(BlockQ4_K), n_rows, nb);
   const __m512i m0f = _mm512_set1_epi8(0x0f), m3f = _mm512_set1_epi32(63), m03 = _mm512_set1_epi32(3);
   __m512 acc[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t s = 0; s < nb; ++s) {
     const size_t at = static_cast<size_t>(s) * sizeof(BlockQ4_K);
+    rows.prefetch_next(s);
     const __m512i q0 = rows.gather32(at + 4), q1 = rows.gather32(at + 8), q2 = rows.gather32(at + 12);
     // Scale / min j of every row as an int32 lane.
     auto scale = [&](int j) {
@@ -203,12 +216,13 @@ void rows_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
 template <int NX>
 void rows_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
                   int n_rows) {
-  const Rows rows(group, static_cast<size_t>(nb) * sizeof(BlockQ6_K), n_rows);
+  const Rows rows(group, static_cast<size_t>(nb) * sizeof(BlockQ6_K), n_rows, nb);
   const __m512i m0f = _mm512_set1_epi8(0x0f), m03 = _mm512_set1_epi8(0x03);
   __m512 acc[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t s = 0; s < nb; ++s) {
     const size_t at = static_cast<size_t>(s) * sizeof(BlockQ6_K);
+    rows.prefetch_next(s);
     __m512i sc[4];  // dword u of the 16 scales: sub-blocks 4u..4u+3
     rows.t4(at + offsetof(BlockQ6_K, scales), sc);
     __m512i isum[NX];
