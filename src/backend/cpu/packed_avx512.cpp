@@ -72,7 +72,7 @@ inline void decode32(const uint8_t* rec, __m512i w[8]) {
       IGNIS_UNROLL for (int g = 0; g < 8; ++g) {
         __mmask64 mk;
         std::memcpy(&mk, rec + 32 + 256 + 8 * g, 8);
-        w[g] = _mm512_or_si512(w[g], _mm512_and_si512(_mm512_movm_epi8(mk), b4));
+        w[g] = _mm512_mask_add_epi8(w[g], mk, w[g], b4);  // nibble + 16 = nibble | 16 where the bit is set
       }
     }
   }
@@ -141,7 +141,7 @@ void packed_dot32_rg(int64_t nb, const uint8_t* group, size_t group_bytes, const
           if constexpr (T == DType::Q5_0) {
             __mmask64 mk;
             std::memcpy(&mk, rec[g] + 32 + 256 + 8 * j, 8);
-            w[g] = _mm512_or_si512(w[g], _mm512_maskz_mov_epi8(mk, _mm512_set1_epi8(0x10)));
+            w[g] = _mm512_mask_add_epi8(w[g], mk, w[g], _mm512_set1_epi8(0x10));
           }
         }
       }
