@@ -4,7 +4,11 @@
 // prefill-sized calls this covers the AMX kernels (where the CPU has them) against the one-token kernel.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <bit>
+#include <chrono>
+#include <thread>
 
 #include <cmath>
 #include <cstdint>
@@ -421,6 +425,48 @@ TEST(PackedRows, ReadBackEqualsTheUnpackedRows) {
     }
     EXPECT_THROW(get_row(pv, n_out, got.data()), Error);
   }
+}
+
+// A copy made while every core is busy (a server loaded from its start): the idle-priority thread gets
+// almost no time, and from PackedStore::kIdleGrace on the helper at normal priority claims slices next
+// to it. The copy is published, and its products have the rows' bits. (How long the idle thread alone
+// would take depends on the scheduler; measured in BENCHMARKS.md, not here.)
+TEST(PackedStoreBackground, CopyFinishesWhileEveryCoreIsBusy) {
+  if (!copied_in_background(DType::Q4_0)) GTEST_SKIP() << "Q4_0 is packed at load on this CPU";
+  const int64_t n_in = 256, n_out = 16 * 256 * 6 + 5;  // 7 slices, the last partial
+  std::mt19937 rng(9);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> wf(n_in * n_out), x(n_in * 3);
+  for (auto& v : wf) v = g(rng);
+  for (auto& v : x) v = g(rng);
+  std::vector<uint8_t> w(row_bytes(DType::Q4_0, n_in) * n_out);
+  dtype_traits(DType::Q4_0)->from_float(wf.data(), w.data(), n_in * n_out);
+  ThreadPool pool(1);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  for (unsigned i = 0; i < std::max(2u, std::thread::hardware_concurrency()); ++i)
+    busy.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  PackedStore store;
+  const WeightView pv = store.add(WeightView{DType::Q4_0, w.data(), n_in, n_out});
+  ASSERT_NE(pv.repacked, nullptr);
+  WeightView rows = pv;
+  rows.repacked = nullptr;
+  std::vector<float> y_rows(n_out * 3), y(n_out * 3);
+  matmul(pool, rows, x.data(), 3, y_rows.data());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!pv.repacked->load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const bool published = pv.repacked->load() != nullptr;
+  stop = true;
+  for (auto& t : busy) t.join();
+  ASSERT_TRUE(published) << "the copy was not made within 60 s with every core busy";
+  store.wait();
+  matmul(pool, pv, x.data(), 3, y.data());
+  for (size_t i = 0; i < y.size(); ++i)
+    ASSERT_EQ(std::bit_cast<uint32_t>(y_rows[i]), std::bit_cast<uint32_t>(y[i])) << "rows != copy at " << i;
 }
 
 // The loader's norm weights and biases: copies the store owns (out of the file mapping), 64-byte

@@ -409,7 +409,7 @@ uint8_t* PackedStore::alloc(size_t n, const WeightView& w) {
   return p;
 }
 
-// The background copies (F16): one weight after another, each packed in slices of row groups
+// The background copies (copied_in_background): one weight after another, each packed in slices of row groups
 // so that the destructor's stop is seen within one slice; published with release order, so that a
 // product that sees the pointer sees the whole copy.
 // NOTE (measured on a 2-vCPU Sapphire Rapids class VM, Qwen2.5-0.5B F16): made at load, the ~1 GB copy
@@ -420,73 +420,85 @@ uint8_t* PackedStore::alloc(size_t n, const WeightView& w) {
 // it reads them: decode there is 14-15 t/s at 2 threads against 21 on the copy, prefill about 10%
 // slower. Once the copies are made, pp512 / tg64 at 2 threads 701-712 / 20.8-20.9 t/s against
 // 656-676 / 21.0-21.3 made at load, peak RSS 1,090 MB against 1,052 (llama-bench: 1,959).
-void PackedStore::repack_loop() {
-  constexpr int64_t kSliceGroups = 256;
+void PackedStore::repack_loop(bool idle) {
   // Idle priority: the copies take the CPU time that the products leave (the main thread waiting for
   // a request, or for wait()), not the first token's.
   // NOTE (Zen 5, 2 vCPU, Qwen2.5-0.5B F16): the 1 GB copy costs 1.2-2.5 s of one core here, mostly
   // the kernel zeroing fresh huge pages (clear_page 42% of its profile, the copy loop 25%); at normal
   // priority it shared the cores with the first token: bench/load-vs-llamacpp.sh 5, 886 ms against
   // 724 with no copy (llama-simple 826-830).
-  sched_param idle{};
-  pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+  if (idle) {
+    sched_param param{};
+    pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);
+  }
   for (;;) {
-    Job job;
+    Job* job = nullptr;
+    int64_t g0 = 0, g1 = 0;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
-      if (stop_) return;
-      job = jobs_.front();
-      jobs_.pop_front();
+      auto open = [&]() -> Job* {
+        for (Job& j : jobs_)
+          if (j.next < j.n_groups) return &j;
+        return nullptr;
+      };
+      if (idle) cv_.wait(lock, [&] { return stop_ || open(); });
+      job = stop_ ? nullptr : open();
+      if (!job) return;
+      g0 = job->next;
+      g1 = std::min(job->n_groups, g0 + kSliceGroups);
+      job->next = g1;
     }
-    const WeightView& w = job.w;
-    uint8_t* dst = nullptr;
-    try {
-      dst = alloc(packed_bytes(w), w);
-    } catch (const Error&) {
-      dst = nullptr;  // no memory for the copy: the weight stays on its rows
-    }
-    // The parts of a fused matrix one after another (all but the last fill whole row groups).
-    const std::span<const WeightView> parts = w.parts ? std::span<const WeightView>(w.parts, w.n_parts)
-                                                      : std::span<const WeightView>(&w, 1);
-    const size_t group_bytes = packed_group_bytes(w.type, w.n_in);
-    bool stopped = false;
-    int64_t row0 = 0;
-    for (const WeightView& p : parts) {
-      const int64_t n_groups = row_groups(p.n_out);
-      for (int64_t g = 0; dst && g < n_groups && !stopped; g += kSliceGroups) {
-        const int64_t g_end = std::min(n_groups, g + kSliceGroups);
-        const auto* src = static_cast<const uint16_t*>(p.data);
-        uint8_t* part = dst + (row0 / kR) * group_bytes;
-        if (p.type != DType::F16)
-          pack_groups(p, dst, row0, g, g_end);
-        else if (f16_on_amx())
-          pack_f16_amx_groups(src, p.n_in, p.n_out, part, g, g_end);
-        else
-          pack_f16_il_groups(src, p.n_in, p.n_out, part, g, g_end);
-        if (on_repacked_) {  // the slice's rows, read again only by products until the copy is published
-          const size_t rb = row_bytes(p.type, p.n_in);
-          const int64_t r0 = g * kR, r1 = std::min(p.n_out, g_end * kR);
-          on_repacked_(reinterpret_cast<const uint8_t*>(src) + rb * static_cast<size_t>(r0), rb * static_cast<size_t>(r1 - r0));
-        }
-        std::lock_guard lock(mu_);
-        stopped = stop_;
-      }
-      row0 += p.n_out;
-    }
-    if (stopped) return;
-    if (dst) {
-      job.slot->store(dst, std::memory_order_release);
-      if (on_repacked_)
-        for (const WeightView& p : parts) on_repacked_(p.data, row_bytes(p.type, p.n_in) * static_cast<size_t>(p.n_out));
-    }
+    pack_slice(*job, g0, g1);
     std::lock_guard lock(mu_);
+    job->done += g1 - g0;
+    if (job->done < job->n_groups) continue;
+    job->slot->store(job->dst, std::memory_order_release);
+    if (on_repacked_)
+      for (const WeightView& p : job->parts()) on_repacked_(p.data, row_bytes(p.type, p.n_in) * static_cast<size_t>(p.n_out));
+    jobs_.remove_if([&](const Job& j) { return &j == job; });
     --unfinished_;
     cv_.notify_all();
   }
 }
 
+std::span<const WeightView> PackedStore::Job::parts() const {
+  return w.parts ? std::span<const WeightView>(w.parts, w.n_parts) : std::span<const WeightView>(&w, 1);
+}
+
+void PackedStore::pack_slice(const Job& job, int64_t g0, int64_t g1) {
+  // The parts of a fused matrix one after another (all but the last fill whole row groups, so part
+  // i's groups are the matrix's from its first row / 16).
+  const size_t group_bytes = packed_group_bytes(job.w.type, job.w.n_in);
+  int64_t row0 = 0;
+  for (const WeightView& p : job.parts()) {
+    const int64_t first = row0 / kR, n_groups = row_groups(p.n_out);
+    const int64_t a = std::max<int64_t>(g0 - first, 0), b = std::min<int64_t>(g1 - first, n_groups);
+    if (a < b) {
+      const auto* src = static_cast<const uint16_t*>(p.data);
+      uint8_t* part = job.dst + first * group_bytes;
+      if (p.type != DType::F16)
+        pack_groups(p, job.dst, row0, a, b);
+      else if (f16_on_amx())
+        pack_f16_amx_groups(src, p.n_in, p.n_out, part, a, b);
+      else
+        pack_f16_il_groups(src, p.n_in, p.n_out, part, a, b);
+      if (on_repacked_) {  // the slice's rows, read again only by products until the copy is published
+        const size_t rb = row_bytes(p.type, p.n_in);
+        const int64_t r0 = a * kR, r1 = std::min(p.n_out, b * kR);
+        on_repacked_(reinterpret_cast<const uint8_t*>(src) + rb * static_cast<size_t>(r0), rb * static_cast<size_t>(r1 - r0));
+      }
+    }
+    row0 += p.n_out;
+  }
+}
+
 void PackedStore::repack_later(WeightView& v, std::span<const WeightView> parts) {
+  uint8_t* dst = nullptr;
+  try {
+    dst = alloc(packed_bytes(v), v);
+  } catch (const Error&) {
+    dst = nullptr;  // no memory for the copy: the weight stays on its rows (its slot stays empty)
+  }
   std::lock_guard lock(mu_);
   v.repacked = &slots_.emplace_back();
   if (!parts.empty()) {
@@ -494,9 +506,23 @@ void PackedStore::repack_later(WeightView& v, std::span<const WeightView> parts)
     v.parts = kept.data();
     v.n_parts = static_cast<int>(kept.size());
   }
-  jobs_.push_back({v, &slots_.back()});
+  if (!dst) return;
+  jobs_.push_back({v, &slots_.back(), dst, row_groups(v.n_out)});
   ++unfinished_;
-  if (!worker_.joinable()) worker_ = std::thread([this] { repack_loop(); });
+  if (!worker_.joinable()) {
+    worker_ = std::thread([this] { repack_loop(true); });
+    // An idle-priority thread gets almost no time while the products keep both cores busy (a server
+    // under load from its start), and an unprivileged thread cannot leave SCHED_IDLE. So a second
+    // thread, at the loading thread's priority, takes the slices still unclaimed kIdleGrace after the
+    // first job; the idle one then holds up at most the slice it is packing.
+    helper_ = std::thread([this] {
+      {
+        std::unique_lock lock(mu_);
+        if (cv_.wait_for(lock, kIdleGrace, [&] { return stop_; })) return;
+      }
+      repack_loop(false);
+    });
+  }
   cv_.notify_all();
 }
 
@@ -512,6 +538,7 @@ PackedStore::~PackedStore() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  if (helper_.joinable()) helper_.join();
 }
 
 const float* PackedStore::copy_floats(const float* src, int64_t n) {

@@ -10,7 +10,9 @@
 // no horizontal sums, for any row length.
 //
 // F16 weights are copied in the background after load (f16_copied), into a layout of their own; until
-// the copy exists the products read ggml's rows in place. The packed kernel (except on AMX-BF16, below:
+// the copy exists the products read ggml's rows in place. On AVX-512 without AMX the quantized types'
+// packed copies are made in the background too (copied_in_background), their kernels on ggml's rows
+// (packed_rows_avx512.cpp) serving the products meanwhile with the same bits. The packed kernel (except on AMX-BF16, below:
 // f16_on_amx) takes f32 activations that hold the f16-rounded values (what ggml-cpu multiplies with),
 // so prefill does not convert every activation element again for every weight row.
 //
@@ -42,11 +44,13 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -98,10 +102,11 @@ void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst);
 void pack_act_q8_0_avx512(const float* x, int64_t nb, int shift, uint8_t* dst);
 
 // Owns packed copies of weights (64-byte aligned). add() returns the packed view of w when
-// can_pack(w), else w itself; for F16 the packed view shares w's data. With f16_copied() an F16
-// weight's copy is made on a background thread, in the order added, and published through the view's
+// can_pack(w), else w itself; for F16 the packed view shares w's data. Where copied_in_background(type)
+// (F16 on AVX-512; the quantized types there without AMX) the view shares w's data and the copy is made
+// on a background thread (idle priority), in the order added, and published through the view's
 // `repacked` (ops.h): loading returns at once, and the products run on ggml's rows with the same bits
-// until the copy exists.
+// until the copy exists. Elsewhere the quantized types are packed in add().
 // Thread safety: add, add_fused, on_repacked and the destructor from one thread; wait and bytes from any.
 class PackedStore {
  public:
@@ -137,14 +142,24 @@ class PackedStore {
   uint8_t* alloc(size_t n, const WeightView& w);
   // Queues v (with its parts, for a fused matrix) for the background copy and points v at its slot.
   void repack_later(WeightView& v, std::span<const WeightView> parts);
-  void repack_loop();
+  // The copying threads' loop: idle (SCHED_IDLE) waits for jobs until stopped; otherwise it returns
+  // once the queue is empty.
+  void repack_loop(bool idle);
+  static constexpr std::chrono::milliseconds kIdleGrace{2000};
   struct FreeDeleter {
     void operator()(uint8_t* p) const;
   };
   struct Job {
     WeightView w;
     std::atomic<const void*>* slot;
+    uint8_t* dst;      // the copy (allocated when queued)
+    int64_t n_groups;  // row groups of all parts
+    int64_t next = 0;  // groups claimed by a thread, in slices of kSliceGroups (guarded by mu_)
+    int64_t done = 0;  // groups packed (guarded by mu_)
+    std::span<const WeightView> parts() const;  // w, or a fused matrix's parts
   };
+  static constexpr int64_t kSliceGroups = 256;
+  void pack_slice(const Job& job, int64_t g0, int64_t g1);
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> bufs_;  // (guarded by mu_)
   std::atomic<uint64_t> bytes_{0};
   std::function<void(const void*, size_t)> on_repacked_;
@@ -152,10 +167,11 @@ class PackedStore {
   mutable std::condition_variable cv_;  // jobs added, stop, or a job finished
   std::deque<std::atomic<const void*>> slots_;
   std::deque<std::vector<WeightView>> fused_parts_;  // the parts F16 fused views point at
-  std::deque<Job> jobs_;
+  std::list<Job> jobs_;  // queued, oldest first, until published (a slice's thread holds a pointer)
   size_t unfinished_ = 0;
   bool stop_ = false;
-  std::thread worker_;
+  std::thread worker_;  // idle priority
+  std::thread helper_;  // normal priority, from kIdleGrace after the first job (repack_later)
 };
 
 // The packed kernels (packed_avx512.cpp): out[t * out_stride + k] = dot(row k of the group, act_t) for
