@@ -48,6 +48,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <list>
@@ -221,6 +222,25 @@ void packed_pair_rest(int64_t nb, const uint8_t* group, size_t group_bytes, cons
                       float* out, int64_t out_stride, int n_groups, int n_rows_last, int n_tokens) {
   static constexpr PackedPairDotFn kByTokens[] = {Fns...};
   kByTokens[n_tokens - 1](nb, group, group_bytes, x, x_stride, out, out_stride, n_groups, n_rows_last);
+}
+// The K-quants' kernel set from their kernels for 1 to 4 tokens (packed_avx512.cpp, packed_rows_avx512.cpp).
+template <PackedDotFn F1, PackedDotFn F2, PackedDotFn F3, PackedDotFn F4>
+PackedKernels kquant_kernels() {
+  PackedKernels k{F1, F4, 4};
+  k.dotn_rest = packed_dot_rest<F1, F2, F3>;
+  return k;
+}
+// Of a 32-element type's packed activation row x (nb blocks): block b's f32 scale and its int32
+// correction (-off * the sum of its quants).
+inline float act32_scale(const uint8_t* x, int64_t nb, int64_t b) {
+  float d;
+  std::memcpy(&d, x + nb * 32 + 4 * b, 4);
+  return d;
+}
+inline int32_t act32_correction(const uint8_t* x, int64_t nb, int64_t b) {
+  int32_t c;
+  std::memcpy(&c, x + nb * 36 + 4 * b, 4);
+  return c;
 }
 // AMX takes tiles of 16 tokens, in products of at least kAmxTokens tokens (fewer stay on VNNI).
 inline constexpr int kAmxTileTokens = 16;

@@ -71,7 +71,6 @@ template <DType T, int NX, int NH>
 void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                   int64_t out_stride, int n_rows, int h0) {
   constexpr int64_t kRec = packed_record_bytes(T);
-  const int64_t x_d = nb * 32, x_c = nb * 36;  // offsets of the activation scales and corrections
   const __m256i m0f = _mm256_set1_epi8(0x0f);
   __m256 acc[NH][NX];
   IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[hh][t] = _mm256_setzero_ps();
@@ -119,13 +118,9 @@ void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
       const __m256 dw = f16x8(rec + 16 * h);
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
         const uint8_t* xt = x + t * x_stride;
-        float dx;
-        int32_t cx;
-        std::memcpy(&dx, xt + x_d + 4 * b, 4);
-        std::memcpy(&cx, xt + x_c + 4 * b, 4);
-        __m256i i = T == DType::Q8_0 ? a[t] : _mm256_add_epi32(_mm256_set1_epi32(cx), sum_pairs(a[t]));
+        __m256i i = T == DType::Q8_0 ? a[t] : _mm256_add_epi32(_mm256_set1_epi32(act32_correction(xt, nb, b)), sum_pairs(a[t]));
         if constexpr (T == DType::Q5_0) i = _mm256_add_epi32(i, sum_pairs(c[t]));
-        acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(dw, _mm256_set1_ps(dx)), acc[hh][t]);
+        acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(dw, _mm256_set1_ps(act32_scale(xt, nb, b))), acc[hh][t]);
       }
     }
   }

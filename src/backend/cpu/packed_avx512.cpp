@@ -470,16 +470,8 @@ PackedKernels packed_kernels_avx512(DType t) {
     case DType::Q4_0: return k32.template operator()<DType::Q4_0>();
     case DType::Q5_0: return k32.template operator()<DType::Q5_0>();
     case DType::Q8_0: return k32.template operator()<DType::Q8_0>();
-    case DType::Q4_K: {
-      PackedKernels k{packed_dot_q4k<1>, packed_dot_q4k<4>, 4};
-      k.dotn_rest = packed_dot_rest<packed_dot_q4k<1>, packed_dot_q4k<2>, packed_dot_q4k<3>>;
-      return k;
-    }
-    case DType::Q6_K: {
-      PackedKernels k{packed_dot_q6k<1>, packed_dot_q6k<4>, 4};
-      k.dotn_rest = packed_dot_rest<packed_dot_q6k<1>, packed_dot_q6k<2>, packed_dot_q6k<3>>;
-      return k;
-    }
+    case DType::Q4_K: return kquant_kernels<packed_dot_q4k<1>, packed_dot_q4k<2>, packed_dot_q4k<3>, packed_dot_q4k<4>>();
+    case DType::Q6_K: return kquant_kernels<packed_dot_q6k<1>, packed_dot_q6k<2>, packed_dot_q6k<3>, packed_dot_q6k<4>>();
     case DType::F16: return f16_kernels<true>();
     default: return {};
   }

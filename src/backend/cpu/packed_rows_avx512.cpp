@@ -124,7 +124,6 @@ template <DType T, int NX>
 void rows_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
                 int n_rows) {
   const Rows rows(group, static_cast<size_t>(nb) * kBlockBytes<T>, n_rows, nb);
-  const int64_t x_d = nb * 32, x_c = nb * 36;
   __m512 acc[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -133,13 +132,9 @@ void rows_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_str
     const __m512 dw = rows_block32<T>(rows, b, w);
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
       const uint8_t* xt = x + t * x_stride;
-      float dx;
-      int32_t cx;
-      std::memcpy(&dx, xt + x_d + 4 * b, 4);
-      std::memcpy(&cx, xt + x_c + 4 * b, 4);
-      __m512i i0 = _mm512_set1_epi32(cx);
+      __m512i i0 = _mm512_set1_epi32(act32_correction(xt, nb, b));
       IGNIS_UNROLL for (int j = 0; j < 8; ++j) i0 = dpbusd_bcast(i0, w[j], xt + b * 32 + 4 * j);
-      acc[t] = scale_add(acc[t], i0, dw, dx);
+      acc[t] = scale_add(acc[t], i0, dw, act32_scale(xt, nb, b));
     }
   }
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
@@ -279,16 +274,8 @@ PackedKernels packed_kernels_rows_avx512(DType t) {
     case DType::Q4_0: return kernels32<DType::Q4_0>();
     case DType::Q5_0: return kernels32<DType::Q5_0>();
     case DType::Q8_0: return kernels32<DType::Q8_0>();
-    case DType::Q4_K: {
-      PackedKernels k{rows_dot_q4k<1>, rows_dot_q4k<4>, 4};
-      k.dotn_rest = packed_dot_rest<rows_dot_q4k<1>, rows_dot_q4k<2>, rows_dot_q4k<3>>;
-      return k;
-    }
-    case DType::Q6_K: {
-      PackedKernels k{rows_dot_q6k<1>, rows_dot_q6k<4>, 4};
-      k.dotn_rest = packed_dot_rest<rows_dot_q6k<1>, rows_dot_q6k<2>, rows_dot_q6k<3>>;
-      return k;
-    }
+    case DType::Q4_K: return kquant_kernels<rows_dot_q4k<1>, rows_dot_q4k<2>, rows_dot_q4k<3>, rows_dot_q4k<4>>();
+    case DType::Q6_K: return kquant_kernels<rows_dot_q6k<1>, rows_dot_q6k<2>, rows_dot_q6k<3>, rows_dot_q6k<4>>();
     case DType::F16: return packed_kernels_f16_rows_avx512();
     default: return {};
   }
