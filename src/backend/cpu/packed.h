@@ -1,5 +1,5 @@
-// Weights repacked at load into a row-interleaved layout for AVX-512 VNNI and AVX2 (Q4_0, Q5_0, Q8_0,
-// Q4_K, Q6_K).
+// Weights repacked into a row-interleaved layout for AVX-512 VNNI and AVX2 (Q4_0, Q5_0, Q8_0, Q4_K,
+// Q6_K): at load, or after it in the background (copied_in_background).
 //
 // Why: in ggml's layout every 32-element block carries its own scale, so a SIMD kernel must reduce each
 // block's integer dot on its own (shuffles, scalar scale conversions, a horizontal sum per row) before
