@@ -183,13 +183,6 @@ void packed_dot32_n(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
 
 // ---- K-quants against Q8_K activations (+ the side array of packed.h) ----
 
-inline const BlockQ8_K* act_k(const uint8_t* xt, int64_t s) {
-  return reinterpret_cast<const BlockQ8_K*>(xt + s * sizeof(BlockQ8_K));
-}
-inline const int32_t* side_k(const uint8_t* xt, int64_t nb, int64_t s) {
-  return reinterpret_cast<const int32_t*>(xt + nb * sizeof(BlockQ8_K)) + 16 * s;
-}
-
 template <int NX>
 void packed_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows) {

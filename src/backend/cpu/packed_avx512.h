@@ -7,7 +7,18 @@
 
 #include <cstdint>
 
+#include "core/quant_blocks.h"
+
 namespace ignis::cpu {
+
+// Of a K-quant product's packed activation row xt (packed.h): super-block s's Q8_K block, and its side
+// array's 16 int32 entries.
+inline const BlockQ8_K* act_k(const uint8_t* xt, int64_t s) {
+  return reinterpret_cast<const BlockQ8_K*>(xt + s * sizeof(BlockQ8_K));
+}
+inline const int32_t* side_k(const uint8_t* xt, int64_t nb, int64_t s) {
+  return reinterpret_cast<const int32_t*>(xt + nb * sizeof(BlockQ8_K)) + 16 * s;
+}
 
 // acc += w . (p's 4 bytes in every lane), with the broadcast folded into vpdpbusd's memory operand
 // ({1to16}): GCC emits a separate vpbroadcastd per use otherwise, one extra instruction per vpdpbusd.

@@ -142,13 +142,6 @@ void rows_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_str
 
 // ---- K-quants against Q8_K activations (the side array of packed.h) ----
 
-inline const BlockQ8_K* act_k(const uint8_t* xt, int64_t s) {
-  return reinterpret_cast<const BlockQ8_K*>(xt + s * sizeof(BlockQ8_K));
-}
-inline const int32_t* side_k(const uint8_t* xt, int64_t nb, int64_t s) {
-  return reinterpret_cast<const int32_t*>(xt + nb * sizeof(BlockQ8_K)) + 16 * s;
-}
-
 // Per super-block: sub-block scales and mins from the 12 scale bytes (k4_scale_min on every lane),
 // then per pair i of sub-blocks the chunks (i, c) of packed.h, dword c of qs[32i..32i+31].
 template <int NX>
