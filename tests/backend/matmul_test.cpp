@@ -76,6 +76,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{DType::Q4_K, 512, 21, 3, 2}, Shape{DType::Q5_K, 256, 16, 2, 2},
                       Shape{DType::Q6_K, 768, 33, 3, 2}, Shape{DType::F16, 100, 18, 3, 2},
                       Shape{DType::BF16, 130, 18, 2, 2},
+                      // Decode's split: one region per thread, stolen from when a thread runs late (more
+                      // threads than cores make some late); past 8 threads the regions live on the heap.
+                      Shape{DType::Q8_0, 256, 4001, 1, 5}, Shape{DType::Q4_0, 64, 3000, 2, 9},
                       // f32 with 2 KiB activation rows: 300 tokens span three token blocks of the tiling.
                       Shape{DType::F32, 512, 23, 300, 2}),
     [](const auto& info) {
