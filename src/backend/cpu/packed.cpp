@@ -386,25 +386,41 @@ void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst) {
   }
 }
 
-void PackedStore::FreeDeleter::operator()(uint8_t* p) const { std::free(p); }
-
 uint8_t* PackedStore::alloc(size_t n, const WeightView& w) {
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kAlign, (n + kAlign - 1) / kAlign * kAlign));
-  if (!p) fail("packing a {} weight [{}, {}]: cannot allocate {} bytes", dtype_name(w.type), w.n_in, w.n_out, n);
-  // NOTE: the 2 MiB-aligned interior of the buffer asks for transparent huge pages: packing first-touches
-  // every page, and 4 KiB faults were ~40% of load time (0.5B Q4_0: ~85k faults); the kernels then walk
-  // the weights with fewer TLB misses. Only whole huge pages inside the buffer, so no memory is added.
-  // Qwen2.5-0.5B F16 on AMX, tg64 at 2 threads: 23.1-24.0 t/s, with 4 KiB pages 18.7-19.2 (a software
-  // prefetch one or two pages ahead does not win it back: 19.2-19.5, and 19.8 with huge pages). The
+  // NOTE: the copies are cut one after another, in the loader's order, from 256 MiB mappings on
+  // transparent huge pages (2 MiB): packing first-touches every page, and 4 KiB faults were ~40% of
+  // load time (0.5B Q4_0: ~85k faults), and the products then stream each weight, and one after the
+  // next, without a TLB miss or a stop of the hardware prefetcher every 4 KiB. Each weight had its own
+  // buffer before, and only a buffer's whole 2 MiB pages were huge: none of a Qwen2.5-0.5B layer's
+  // 0.5-2.5 MB matrices, while its 145 MB output head streamed 20% faster per byte. tg128 at 2
+  // threads on Zen 5, alternated three times: Qwen2.5-0.5B Q4_0 150-160 -> 161-174 t/s, Qwen2.5-1.5B
+  // Q4_0 48-50 -> 49-53, the 0.5B Q8_0, F16 and Q4_K_M files within the noise (peak RSS +4 MB).
+  // (Qwen2.5-0.5B F16 on AMX, tg64 at 2 threads: 23.1-24.0 t/s, 18.7-19.2 with 4 KiB pages.) Unused ends of a
+  // mapping are never touched, so they stay out of RSS (at most one partial 2 MiB page each). The
   // price is on a VM whose balloon reports free memory to its host: a fresh 2 MiB page then costs the
   // host's faults, and first-touching 1 GiB took 1.2-2.2 s right after another process's run, 0.12-0.32 s
-  // warm, 0.32 s in 4 KiB pages either way; MADV_COLLAPSE after a 4 KiB first touch costs the same.
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + n) & ~(kHuge - 1);
-  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+  // warm, 0.32 s in 4 KiB pages either way (the copies are made in the background where that matters).
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t need = (n + kAlign - 1) / kAlign * kAlign;
   std::lock_guard lock(mu_);
-  bufs_.emplace_back(p);
+  if (chunks_.empty() || chunks_.back().size - chunks_.back().used < need) {
+    const size_t size = std::max(kChunkBytes, (need + kHuge - 1) / kHuge * kHuge);
+    const size_t map_bytes = size + kHuge;  // room to align the base
+    void* map = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED)
+      fail("packing a {} weight [{}, {}]: cannot map {} bytes", dtype_name(w.type), w.n_in, w.n_out, map_bytes);
+    auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(map) + kHuge - 1) & ~uintptr_t{kHuge - 1});
+    ::madvise(base, size, MADV_HUGEPAGE);
+    try {
+      chunks_.push_back(Chunk{map, map_bytes, base, size, 0});
+    } catch (...) {
+      ::munmap(map, map_bytes);
+      throw;
+    }
+  }
+  Chunk& c = chunks_.back();
+  uint8_t* p = c.base + c.used;
+  c.used += need;
   bytes_.fetch_add(n, std::memory_order_relaxed);
   return p;
 }
@@ -539,6 +555,7 @@ PackedStore::~PackedStore() {
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
   if (helper_.joinable()) helper_.join();
+  for (const Chunk& c : chunks_) ::munmap(c.map, c.map_bytes);
 }
 
 const float* PackedStore::copy_floats(const float* src, int64_t n) {

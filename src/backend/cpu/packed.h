@@ -147,9 +147,14 @@ class PackedStore {
   // once the queue is empty.
   void repack_loop(bool idle);
   static constexpr std::chrono::milliseconds kIdleGrace{2000};
-  struct FreeDeleter {
-    void operator()(uint8_t* p) const;
+  // A mapping the copies are cut from, one after another (see alloc).
+  struct Chunk {
+    void* map;
+    size_t map_bytes;
+    uint8_t* base;  // 2 MiB-aligned
+    size_t size, used;
   };
+  static constexpr size_t kChunkBytes = size_t{256} << 20;
   struct Job {
     WeightView w;
     std::atomic<const void*>* slot;
@@ -161,7 +166,7 @@ class PackedStore {
   };
   static constexpr int64_t kSliceGroups = 256;
   void pack_slice(const Job& job, int64_t g0, int64_t g1);
-  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> bufs_;  // (guarded by mu_)
+  std::vector<Chunk> chunks_;  // (guarded by mu_)
   std::atomic<uint64_t> bytes_{0};
   std::function<void(const void*, size_t)> on_repacked_;
   mutable std::mutex mu_;
