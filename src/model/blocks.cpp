@@ -229,9 +229,10 @@ void swiglu_ffn(ThreadPool& pool, const FfnWeights& w, const float* x, int64_t n
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kFfnTokens) {
     const int64_t nt = std::min(n_tokens, t0 + kFfnTokens) - t0;
     float* gate_rows = gate_buf;
-    // NOTE: a fused product on AMX combines gate and up as it makes them (cpu::matmul_glu): the
-    // [nt, 2 n_ff] products never go to memory and back, nor through a second pass. The bits are the
-    // same (the same products, the same elementwise row kernel). pp512 at one thread on a 2-core Xeon,
+    // NOTE: a fused product on AMX or on a pair kernel combines gate and up as it makes them
+    // (cpu::matmul_glu): the [nt, 2 n_ff] products never go to memory and back, nor through a second
+    // pass. The bits are the same (the same products, the same elementwise row kernel). pp512 at one
+    // thread on a 2-core Xeon with AMX,
     // alternated A/B/A/B (the machine drifted 15% between rounds): Qwen2.5-0.5B Q4_0 655, 554 -> 728,
     // 673 t/s; Qwen2.5-1.5B Q4_0 200, 200 -> 223, 229; Llama-3.2-1B Q4_0 277-286 -> 294. The whole
     // ubatch at once instead of blocks of kFfnTokens measured the same.

@@ -246,8 +246,9 @@ void test_glu(const float* g, const float* u, const float* gb, const float* ub, 
 }
 
 // matmul_glu equals matmul of the fused [gate; up] matrix followed by the combining step, bit for bit,
-// for prefills of whole tiles and a rest, with and without biases; where the product would not run on
-// AMX (short calls, no AMX, F16 before its copy) it refuses and writes nothing.
+// for decode, prefills of whole tiles and a rest, with and without biases; where the product would run
+// neither on AMX nor on a pair kernel (short calls or no AMX for types without one, F16 before its
+// copy) it refuses and writes nothing.
 TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesOffAmx) {
   const DType type = GetParam();
   const int64_t n_in = 1536, h = 48;
@@ -272,7 +273,8 @@ TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesOffAmx) {
   std::vector<float> gb(h), ub(h);
   for (auto& v : gb) v = g(rng);
   for (auto& v : ub) v = g(rng);
-  for (int64_t n_tokens : {int64_t{40}, int64_t{100}, int64_t{160}}) {
+  const bool pair = packed_kernels(type).dot_pair != nullptr;
+  for (int64_t n_tokens : {int64_t{1}, int64_t{5}, int64_t{40}, int64_t{100}, int64_t{160}}) {
     std::vector<float> x(n_in * n_tokens);
     for (auto& v : x) v = g(rng);
     std::vector<float> out(h * n_tokens, 7.0f);
@@ -281,7 +283,7 @@ TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesOffAmx) {
       return;
     }
     if (fused.repacked && !fused.repacked->load()) {
-      // Before the background copy the product is not AMX's: refused.
+      // Before the background copy the product is neither AMX's nor a pair kernel's: refused.
       if (!matmul_glu(pool, fused, x.data(), n_tokens, out.data(), test_glu, nullptr, nullptr)) {
         for (float v : out) ASSERT_EQ(v, 7.0f);
       }
@@ -293,7 +295,7 @@ TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesOffAmx) {
       std::fill(out.begin(), out.end(), 7.0f);
       const bool ran = matmul_glu(pool, fused, x.data(), n_tokens, out.data(), test_glu, bias ? gb.data() : nullptr,
                                   bias ? ub.data() : nullptr);
-      ASSERT_EQ(ran, amx && n_tokens >= 64) << n_tokens;
+      ASSERT_EQ(ran, (amx && n_tokens >= 64) || pair) << n_tokens;
       if (!ran) {
         for (float v : out) ASSERT_EQ(v, 7.0f) << "wrote while refusing";
         continue;
