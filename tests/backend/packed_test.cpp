@@ -246,10 +246,9 @@ void test_glu(const float* g, const float* u, const float* gb, const float* ub, 
 }
 
 // matmul_glu equals matmul of the fused [gate; up] matrix followed by the combining step, bit for bit,
-// for decode, prefills of whole tiles and a rest, with and without biases; where the product would run
-// neither on AMX nor on a pair kernel (short calls or no AMX for types without one, F16 before its
-// copy) it refuses and writes nothing.
-TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesOffAmx) {
+// for decode, prefills of whole tiles and a rest, with and without biases; before a background copy
+// exists (the products then run on the parts' rows) it refuses and writes nothing.
+TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesBeforeTheCopy) {
   const DType type = GetParam();
   const int64_t n_in = 1536, h = 48;
   std::mt19937 rng(11);
@@ -273,7 +272,12 @@ TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesOffAmx) {
   std::vector<float> gb(h), ub(h);
   for (auto& v : gb) v = g(rng);
   for (auto& v : ub) v = g(rng);
-  const bool pair = packed_kernels(type).dot_pair != nullptr;
+  // Off AMX it runs on the pair kernels, and on the others (whose multi-token form takes at most 8
+  // tokens: all but AMX's F16) for at least that many tokens.
+  const PackedKernels kernels = packed_kernels(type);
+  auto off_amx = [&](int64_t n_tokens) {
+    return kernels.dot_pair ? kernels.n_pair <= 8 : kernels.n_multi <= 8 && n_tokens >= kernels.n_multi;
+  };
   for (int64_t n_tokens : {int64_t{1}, int64_t{5}, int64_t{40}, int64_t{100}, int64_t{160}}) {
     std::vector<float> x(n_in * n_tokens);
     for (auto& v : x) v = g(rng);
@@ -283,7 +287,7 @@ TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesOffAmx) {
       return;
     }
     if (fused.repacked && !fused.repacked->load()) {
-      // Before the background copy the product is neither AMX's nor a pair kernel's: refused.
+      // Before the background copy: refused.
       if (!matmul_glu(pool, fused, x.data(), n_tokens, out.data(), test_glu, nullptr, nullptr)) {
         for (float v : out) ASSERT_EQ(v, 7.0f);
       }
@@ -295,7 +299,7 @@ TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesOffAmx) {
       std::fill(out.begin(), out.end(), 7.0f);
       const bool ran = matmul_glu(pool, fused, x.data(), n_tokens, out.data(), test_glu, bias ? gb.data() : nullptr,
                                   bias ? ub.data() : nullptr);
-      ASSERT_EQ(ran, (amx && n_tokens >= 64) || pair) << n_tokens;
+      ASSERT_EQ(ran, (amx && n_tokens >= 64) || off_amx(n_tokens)) << n_tokens;
       if (!ran) {
         for (float v : out) ASSERT_EQ(v, 7.0f) << "wrote while refusing";
         continue;
@@ -315,7 +319,8 @@ TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesOffAmx) {
   EXPECT_FALSE(matmul_glu(pool, odd, x.data(), 100, out.data(), test_glu, nullptr, nullptr));
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, PackedGlu, ::testing::Values(DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16),
+INSTANTIATE_TEST_SUITE_P(Types, PackedGlu,
+                         ::testing::Values(DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // Each ISA's f16 rounding of the activations equals the scalar conversion, bit for bit.

@@ -38,7 +38,7 @@ constexpr size_t kAmxActCacheBytes = 1024 * 1024;
 constexpr size_t kWeightCacheBytes = 256 * 1024;
 constexpr size_t kMinChunkBytes = 16 * 1024;
 constexpr int kMaxTypeId = 64;
-constexpr int kGluMaxTokens = 8;  // the most tokens a pair kernel takes (matmul_glu without AMX)
+constexpr int kGluMaxTokens = 8;  // the most tokens a kernel may take in matmul_glu off AMX
 
 // Best activation converter per raw type id, resolved once.
 const std::array<FromFloatFn, kMaxTypeId>& act_table() {
@@ -255,8 +255,8 @@ struct Glu {
 };
 
 // y's rows are y_stride floats apart (a fused matrix's parts write their columns of it). With glu:
-// w's halves' products combined into y (row stride y_stride = n_out / 2), only where the product runs
-// on AMX or a pair kernel; elsewhere it returns false having written nothing (see matmul_glu).
+// w's halves' products combined into y (row stride y_stride = n_out / 2); where it cannot (see
+// matmul_glu) it returns false having written nothing.
 bool matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int64_t n_tokens, float* y,
                    int64_t y_stride, const Glu* glu = nullptr) {
   // Types copied in the background (F16 on AVX-512, the quantized types there without AMX): the
@@ -286,7 +286,11 @@ bool matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
   // AMX prefill: for the 32-element types the activations' scales also go to a block-major table (the
   // K-quant kernels read each row's super-block scales themselves).
   const bool amx = k.dott && n_tokens >= kAmxTokens;
-  if (glu && !amx && (!k.dot_pair || k.n_pair > kGluMaxTokens)) return false;
+  // (Off AMX, kernels without a pair form combine only prefills: a decode's unit would read its gate
+  // and up groups as two alternating streams, and Qwen2.5-1.5B Q4_K_M tg128 at 2 threads measured
+  // 53-55 t/s fused against 57-58 unfused, alternated three times.)
+  if (glu && !amx && (k.dot_pair ? k.n_pair > kGluMaxTokens : k.n_multi > kGluMaxTokens || n_tokens < k.n_multi))
+    return false;
   const bool amx_table = amx && dtype_traits(w.type)->block_size == 32;
   thread_local std::vector<uint8_t> act_buf, table_buf;
   uint8_t* table = nullptr;
@@ -395,45 +399,51 @@ bool matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
     return true;
   }
   if (glu) {
-    // NOTE: without AMX the pair kernel takes a gate group and its up group (half the groups further
-    // on) as its pair, and each unit's two halves are combined at once from the thread's stack: the
+    // NOTE: off AMX, a unit is a gate group and its up group (half the groups further on), made by the
+    // pair kernel as its pair where there is one (sharing each activation load), else by the same
+    // kernels as below one group after the other, and combined at once from the thread's stack: the
     // [n_tokens, 2 h] products no longer go to memory for a second pass, which also ran on one thread
     // in decode while the other waited. The bits are those of the separate product and pass.
     // Alternated three times on Zen 5: Qwen2.5-0.5B Q4_0 pp512 at one thread 570-582 -> 597-626 t/s,
-    // its Q8_0 file 505-604 -> 564-634; tg128 at 2 threads within the noise (1.5B Q4_0 46-52 -> 52).
+    // its Q8_0 file 505-604 -> 564-634, Qwen2.5-1.5B Q4_K_M 120-123 -> 126-155, F16 159-183 -> 164-180;
+    // tg128 at 2 threads within the noise (1.5B Q4_0 46-52 -> 52).
     const int64_t half = n_groups / 2;
-    const int rest = k.dot_pair_rest ? static_cast<int>(n_tokens % k.n_pair) : 0;
+    const bool pair = k.dot_pair != nullptr;
+    const int n_multi = pair ? k.n_pair : k.dotn ? k.n_multi : 1;
+    const int rest = (pair ? k.dot_pair_rest != nullptr : k.dotn_rest != nullptr) ? static_cast<int>(n_tokens % n_multi) : 0;
+    const size_t gate_to_up = static_cast<size_t>(half) * group_bytes;
+    constexpr int64_t kUnitRow = 2 * kPackRows;  // a token's gate then up outputs in a unit
     auto unit = [&](int64_t g, int64_t t, int n_tok, auto&& product) {
-      alignas(64) float s[kGluMaxTokens * 2 * kPackRows];
-      product(s);
+      alignas(64) float s[kGluMaxTokens * kUnitRow];
+      const uint8_t* gate = wb + g * group_bytes;
+      const uint8_t* x = xb + t * act_row;
+      product(gate, x, s);
       const int64_t c0 = g * kPackRows;
       for (int r = 0; r < n_tok; ++r)
-        glu->fn(s + r * 2 * kPackRows, s + r * 2 * kPackRows + kPackRows, glu->gb ? glu->gb + c0 : nullptr,
+        glu->fn(s + r * kUnitRow, s + r * kUnitRow + kPackRows, glu->gb ? glu->gb + c0 : nullptr,
                 glu->ub ? glu->ub + c0 : nullptr, kPackRows, y + (t + r) * y_stride + c0);
     };
-    const size_t gate_to_up = static_cast<size_t>(half) * group_bytes;
     run_tiles(
-        pool, half, 1, 2 * group_bytes, n_tokens, act_row, TileShape{k.n_pair, rest > 1 ? rest : 0},
+        pool, half, 1, 2 * group_bytes, n_tokens, act_row, TileShape{n_multi, rest > 1 ? rest : 0},
         [&](int64_t g, int64_t t, int) {
-          unit(g, t, k.n_pair, [&](float* s) {
-            k.dot_pair(nb, wb + g * group_bytes, gate_to_up, xb + t * act_row, act_row, s, 2 * kPackRows, 2, kPackRows);
+          unit(g, t, n_multi, [&](const uint8_t* gate, const uint8_t* x, float* s) {
+            if (pair) return k.dot_pair(nb, gate, gate_to_up, x, act_row, s, kUnitRow, 2, kPackRows);
+            k.dotn(nb, gate, x, act_row, s, kUnitRow, kPackRows);
+            k.dotn(nb, gate + gate_to_up, x, act_row, s + kPackRows, kUnitRow, kPackRows);
           });
         },
         [&](int64_t g, int64_t t) {
-          unit(g, t, rest, [&](float* s) {
-            k.dot_pair_rest(nb, wb + g * group_bytes, gate_to_up, xb + t * act_row, act_row, s, 2 * kPackRows, 2,
-                            kPackRows, rest);
+          unit(g, t, rest, [&](const uint8_t* gate, const uint8_t* x, float* s) {
+            if (pair) return k.dot_pair_rest(nb, gate, gate_to_up, x, act_row, s, kUnitRow, 2, kPackRows, rest);
+            k.dotn_rest(nb, gate, x, act_row, s, kUnitRow, kPackRows, rest);
+            k.dotn_rest(nb, gate + gate_to_up, x, act_row, s + kPackRows, kUnitRow, kPackRows, rest);
           });
         },
         [&](int64_t g, int64_t t) {
-          unit(g, t, 1, [&](float* s) {
-            if (k.dot_pair_rest) {
-              k.dot_pair_rest(nb, wb + g * group_bytes, gate_to_up, xb + t * act_row, act_row, s, 2 * kPackRows, 2,
-                              kPackRows, 1);
-              return;
-            }
-            k.dot1(nb, wb + g * group_bytes, xb + t * act_row, act_row, s, 2 * kPackRows, kPackRows);
-            k.dot1(nb, wb + (g + half) * group_bytes, xb + t * act_row, act_row, s + kPackRows, 2 * kPackRows, kPackRows);
+          unit(g, t, 1, [&](const uint8_t* gate, const uint8_t* x, float* s) {
+            if (pair && k.dot_pair_rest) return k.dot_pair_rest(nb, gate, gate_to_up, x, act_row, s, kUnitRow, 2, kPackRows, 1);
+            k.dot1(nb, gate, x, act_row, s, kUnitRow, kPackRows);
+            k.dot1(nb, gate + gate_to_up, x, act_row, s + kPackRows, kUnitRow, kPackRows);
           });
         });
     return true;

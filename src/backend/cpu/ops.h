@@ -42,9 +42,8 @@ void matmul(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok
 // linear unit applied as it is made: out[t, j] = fn(gate[t, j], up[t, j]) for j < h (out's row stride
 // h), where fn(g, u, gb, ub, n, o) maps n elements of a row elementwise (gb, ub: the halves' biases
 // at those columns, or null). The products' bits are matmul's, and fn sees them in slices of whole
-// 16-row groups. It runs on packed weights whose product runs on AMX (a prefill on a CPU with it) or
-// has a pair kernel (the 32-element types on AVX-512), when h is a multiple of 16; elsewhere it returns
-// false and writes nothing.
+// 16-row groups. It runs on packed weights (not on the rows of a weight whose copy is still being made,
+// packed.h) when h is a multiple of 16; elsewhere it returns false and writes nothing.
 // NOTE: the two halves of a group's outputs stay in the calling thread's cache until fn has combined
 // them, instead of [n_tokens, 2 h] floats going to memory and back for a second pass.
 using GluRowFn = void (*)(const float* g, const float* u, const float* gb, const float* ub, int64_t n, float* out);
