@@ -404,9 +404,16 @@ uint8_t* PackedStore::alloc(size_t n, const WeightView& w) {
   const size_t need = (n + kAlign - 1) / kAlign * kAlign;
   std::lock_guard lock(mu_);
   if (chunks_.empty() || chunks_.back().size - chunks_.back().used < need) {
-    const size_t size = std::max(kChunkBytes, (need + kHuge - 1) / kHuge * kHuge);
-    const size_t map_bytes = size + kHuge;  // room to align the base
-    void* map = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    // (Where a whole chunk cannot be mapped, e.g. under strict overcommit, one the weight's size.)
+    const size_t fit = (need + kHuge - 1) / kHuge * kHuge;
+    size_t size = std::max(kChunkBytes, fit), map_bytes = 0;
+    void* map = MAP_FAILED;
+    for (;;) {
+      map_bytes = size + kHuge;  // room to align the base
+      map = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (map != MAP_FAILED || size == fit) break;
+      size = fit;
+    }
     if (map == MAP_FAILED)
       fail("packing a {} weight [{}, {}]: cannot map {} bytes", dtype_name(w.type), w.n_in, w.n_out, map_bytes);
     auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(map) + kHuge - 1) & ~uintptr_t{kHuge - 1});
