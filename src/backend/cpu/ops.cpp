@@ -77,14 +77,6 @@ const char* isa_name() { return isa_label(best_isa()); }
 
 namespace {
 
-// The tile loop shared by the plain and the packed products: tiles of output units (weight rows, or
-// packed groups of rows) x a token block sized so its converted activations stay in L2, pulled by
-// threads from an atomic counter. A tile holds about n_units / (kTilesPerThread * threads) units, a
-// multiple of `granule` (for rows: whole cache lines of y). do4(u, t, g) computes unit u for the g *
-// n_multi tokens from t (only when n_multi > 1; g <= max_groups), dom(u, t) for tokens t .. t + m_multi
-// - 1 (only when m_multi > 1: the groups left under n_multi), do1(u, t) for token t; all write y
-// themselves. unit_bytes: the weight bytes of one unit; act_cache: the bytes of converted activations a
-// token block may hold.
 // Decode's work split: [0, n_units) cut into one contiguous region per thread (boundaries multiples
 // of granule). A thread claims chunks from the front of its own region, so its chunks follow one
 // another in memory (one stream for the hardware prefetcher), and once its region is empty it steals
@@ -154,6 +146,14 @@ class Regions {
   Slot* slots_;
 };
 
+// The tile loop shared by the plain and the packed products: tiles of output units (weight rows, or
+// packed groups of rows) x a token block sized so its converted activations stay in L2, pulled by
+// threads from an atomic counter. A tile holds about n_units / (kTilesPerThread * threads) units, a
+// multiple of `granule` (for rows: whole cache lines of y). do4(u, t, g) computes unit u for the g *
+// n_multi tokens from t (only when n_multi > 1; g <= max_groups), dom(u, t) for tokens t .. t + m_multi
+// - 1 (only when m_multi > 1: the groups left under n_multi), do1(u, t) for token t; all write y
+// themselves. unit_bytes: the weight bytes of one unit; act_cache: the bytes of converted activations a
+// token block may hold.
 struct TileShape {
   int n_multi = 0, m_multi = 0;
   int max_groups = 1;
@@ -289,7 +289,7 @@ bool matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
   // (Off AMX, kernels without a pair form combine only prefills: a decode's unit would read its gate
   // and up groups as two alternating streams, and Qwen2.5-1.5B Q4_K_M tg128 at 2 threads measured
   // 53-55 t/s fused against 57-58 unfused, alternated three times.)
-  if (glu && !amx && (k.dot_pair ? k.n_pair > kGluMaxTokens : k.n_multi > kGluMaxTokens || n_tokens < k.n_multi))
+  if (glu && !amx && (k.dot_pair ? k.n_pair > kGluMaxTokens : (k.n_multi > kGluMaxTokens || n_tokens < k.n_multi)))
     return false;
   const bool amx_table = amx && dtype_traits(w.type)->block_size == 32;
   thread_local std::vector<uint8_t> act_buf, table_buf;
@@ -410,7 +410,8 @@ bool matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
     const int64_t half = n_groups / 2;
     const bool pair = k.dot_pair != nullptr;
     const int n_multi = pair ? k.n_pair : k.dotn ? k.n_multi : 1;
-    const int rest = (pair ? k.dot_pair_rest != nullptr : k.dotn_rest != nullptr) ? static_cast<int>(n_tokens % n_multi) : 0;
+    const bool has_rest = pair ? k.dot_pair_rest != nullptr : k.dotn_rest != nullptr;
+    const int rest = has_rest ? static_cast<int>(n_tokens % n_multi) : 0;
     const size_t gate_to_up = static_cast<size_t>(half) * group_bytes;
     constexpr int64_t kUnitRow = 2 * kPackRows;  // a token's gate then up outputs in a unit
     auto unit = [&](int64_t g, int64_t t, int n_tok, auto&& product) {
@@ -441,7 +442,8 @@ bool matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
         },
         [&](int64_t g, int64_t t) {
           unit(g, t, 1, [&](const uint8_t* gate, const uint8_t* x, float* s) {
-            if (pair && k.dot_pair_rest) return k.dot_pair_rest(nb, gate, gate_to_up, x, act_row, s, kUnitRow, 2, kPackRows, 1);
+            if (pair && k.dot_pair_rest)
+              return k.dot_pair_rest(nb, gate, gate_to_up, x, act_row, s, kUnitRow, 2, kPackRows, 1);
             k.dot1(nb, gate, x, act_row, s, kUnitRow, kPackRows);
             k.dot1(nb, gate + gate_to_up, x, act_row, s + kPackRows, kUnitRow, kPackRows);
           });

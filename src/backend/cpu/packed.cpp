@@ -395,8 +395,8 @@ uint8_t* PackedStore::alloc(size_t n, const WeightView& w) {
   // 0.5-2.5 MB matrices, while its 145 MB output head streamed 20% faster per byte. tg128 at 2
   // threads on Zen 5, alternated three times: Qwen2.5-0.5B Q4_0 150-160 -> 161-174 t/s, Qwen2.5-1.5B
   // Q4_0 48-50 -> 49-53, the 0.5B Q8_0, F16 and Q4_K_M files within the noise (peak RSS +4 MB).
-  // (Qwen2.5-0.5B F16 on AMX, tg64 at 2 threads: 23.1-24.0 t/s, 18.7-19.2 with 4 KiB pages.) Unused ends of a
-  // mapping are never touched, so they stay out of RSS (at most one partial 2 MiB page each). The
+  // (Qwen2.5-0.5B F16 on AMX, tg64 at 2 threads: 23.1-24.0 t/s, 18.7-19.2 with 4 KiB pages.) Unused
+  // ends of a mapping are never touched, so they stay out of RSS (at most one partial 2 MiB page each). The
   // price is on a VM whose balloon reports free memory to its host: a fresh 2 MiB page then costs the
   // host's faults, and first-touching 1 GiB took 1.2-2.2 s right after another process's run, 0.12-0.32 s
   // warm, 0.32 s in 4 KiB pages either way (the copies are made in the background where that matters).
