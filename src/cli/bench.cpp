@@ -1,7 +1,8 @@
 // ignis bench: prompt processing (pp) and token generation (tg) speed, measured as llama-bench does.
 //
 // NOTE: method follows llama-bench so the numbers compare side by side: each test starts from an empty
-// KV cache; pp evaluates n_prompt random tokens as one batch, tg evaluates n_gen tokens one at a time;
+// KV cache, or from n_depth random tokens already in it (-d; evaluated once, untimed, and kept across
+// repetitions as llama-bench restores its saved state); pp evaluates n_prompt random tokens as one batch, tg evaluates n_gen tokens one at a time;
 // one warm-up run precedes the timed repetitions; t/s is reported as the mean and standard deviation
 // of the per-repetition rates.
 #include <sys/resource.h>
@@ -42,6 +43,7 @@ struct BenchOptions {
   bool offline = false;
   std::string n_prompt = "512";
   std::string n_gen = "128";
+  std::string n_depth = "0";
   std::string threads;
   int reps = 5;
   std::string output = "md";
@@ -110,7 +112,7 @@ std::string model_type(const model::Model& m) {
 }
 
 struct TestResult {
-  int n_prompt = 0, n_gen = 0, threads = 0;
+  int n_prompt = 0, n_gen = 0, n_depth = 0, threads = 0;
   std::vector<double> samples_ns;
   std::vector<double> samples_ts;
 };
@@ -123,18 +125,25 @@ double stddev(const std::vector<double>& v) {
   return std::sqrt(s / (v.size() - 1));
 }
 
-TestResult run_test(const model::Model& m, ThreadPool& pool, int n_prompt, int n_gen, int reps, DType kv_type) {
+TestResult run_test(const model::Model& m, ThreadPool& pool, int n_prompt, int n_gen, int n_depth, int reps,
+                    DType kv_type) {
   TestResult r;
   r.n_prompt = n_prompt;
   r.n_gen = n_gen;
+  r.n_depth = n_depth;
   r.threads = pool.n_threads();
   const int64_t n_vocab = m.hparams().n_vocab;
   std::mt19937 rng(42);
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(n_vocab - 1));
-  auto cache = m.new_cache(std::max(1, n_prompt + n_gen), kv_type);
+  auto cache = m.new_cache(std::max(1, n_depth + n_prompt + n_gen), kv_type);
   std::vector<float> logits(n_vocab);
+  if (n_depth > 0) {  // the context every repetition starts from
+    std::vector<int32_t> toks(n_depth);
+    for (auto& t : toks) t = tok(rng);
+    m.forward(*cache, toks, logits.data(), false, pool);
+  }
   auto once = [&]() {
-    cache->truncate(0);
+    cache->truncate(n_depth);
     if (n_prompt > 0) {
       std::vector<int32_t> toks(n_prompt);
       for (auto& t : toks) t = tok(rng);
@@ -160,6 +169,7 @@ int run_bench(const BenchOptions& o) {
   constexpr long kMaxTokens = 1000000, kMaxThreads = 1024;  // kMaxThreads: as ignis run's -t
   auto prompts = parse_list(o.n_prompt, "-p", 0, kMaxTokens);
   auto gens = parse_list(o.n_gen, "-n", 0, kMaxTokens);
+  auto depths = parse_list(o.n_depth, "-d", 0, kMaxTokens);
   std::vector<int> threads =
       o.threads.empty() ? std::vector<int>{static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))}
                         : parse_list(o.threads, "-t", 1, kMaxThreads);
@@ -188,11 +198,12 @@ int run_bench(const BenchOptions& o) {
   const int64_t n_ctx_train = m->hparams().n_ctx_train;
   // Each test runs alone in a cache of its own length (llama-bench's n_prompt + n_gen), which may pass
   // the training context, as llama-bench allows; it is said.
-  for (const auto* list : {&prompts, &gens})
-    for (int n : *list)
-      if (n_ctx_train > 0 && n > n_ctx_train)
-        std::fprintf(stderr, "warning: a test of %d tokens is longer than the model's training context %lld\n", n,
-                     static_cast<long long>(n_ctx_train));
+  for (int d : depths)
+    for (const auto* list : {&prompts, &gens})
+      for (int n : *list)
+        if (n_ctx_train > 0 && n > 0 && int64_t{d} + n > n_ctx_train)
+          std::fprintf(stderr, "warning: a test of %lld tokens is longer than the model's training context %lld\n",
+                       static_cast<long long>(int64_t{d} + n), static_cast<long long>(n_ctx_train));
   const std::string type = model_type(*m);
   const uint64_t size = m->weight_bytes();
   const bool md = o.output == "md";
@@ -206,14 +217,20 @@ int run_bench(const BenchOptions& o) {
   }
   for (int nt : threads) {
     ThreadPool pool(nt);
-    std::vector<std::pair<int, int>> tests;
-    for (int p : prompts)
-      if (p > 0) tests.emplace_back(p, 0);
-    for (int g : gens)
-      if (g > 0) tests.emplace_back(0, g);
-    for (auto [p, g] : tests) {
-      TestResult r = run_test(*m, pool, p, g, o.reps, kv_type);
-      const std::string test = p > 0 ? fmt::format("pp{}", p) : fmt::format("tg{}", g);
+    struct Test {
+      int p, g, d;
+    };
+    std::vector<Test> tests;  // llama-bench's order: depths, then its prompts and generations
+    for (int d : depths) {
+      for (int p : prompts)
+        if (p > 0) tests.push_back({p, 0, d});
+      for (int g : gens)
+        if (g > 0) tests.push_back({0, g, d});
+    }
+    for (auto [p, g, d] : tests) {
+      TestResult r = run_test(*m, pool, p, g, d, o.reps, kv_type);
+      std::string test = p > 0 ? fmt::format("pp{}", p) : fmt::format("tg{}", g);
+      if (d > 0) test += fmt::format(" @ d{}", d);
       if (md) {
         std::printf("| %-30s | %6.2f GiB | %8.2f B | %-7s | %7d | %13s | %20s |\n", type.c_str(), size / 1073741824.0,
                     m->n_params() / 1e9, "CPU", nt, test.c_str(),
@@ -230,6 +247,7 @@ int run_bench(const BenchOptions& o) {
             {"n_threads", nt},
             {"n_prompt", p},
             {"n_gen", g},
+            {"n_depth", d},
             {"type_k", o.cache_type},
             {"type_v", o.cache_type},
             {"avg_ns", static_cast<uint64_t>(mean(r.samples_ns))},
@@ -256,6 +274,8 @@ Action setup_bench(CLI::App& app) {
   app.add_flag("--offline", o->offline, "use only the local cache for -hf");
   app.add_option("-p,--n-prompt", o->n_prompt, "prompt lengths to test, comma-separated (0 skips)");
   app.add_option("-n,--n-gen", o->n_gen, "generation lengths to test, comma-separated (0 skips)");
+  app.add_option("-d,--n-depth", o->n_depth,
+                 "context depths to test at, comma-separated: tokens already in the KV cache (llama-bench's -d)");
   app.add_option("-t,--threads", o->threads, "thread counts, comma-separated (default: all cores)");
   app.add_option("-r,--repetitions", o->reps, "timed repetitions per test");
   app.add_option("-o,--output", o->output, "md (table) or json (one object per test per line)");

@@ -57,6 +57,31 @@ for o in objs:
     assert o["load_ms"] >= 0
 EOF
 
+# 2b. Depth (-d, llama-bench's): each depth's tests in order, named "pp8 @ d24", n_depth in the JSON; the
+# depth's tokens are in the cache before the clock starts, so a rate counts only the test's own tokens.
+timeout 300 "$IGNIS_BIN" bench -m "$MODEL" -p 8 -n 4 -d 0,24 -t 1 -r 2 > "$TMP/dmd" 2> "$TMP/dmd.err" ||
+  fail "depth md run: $(cat "$TMP/dmd.err")"
+"$PY" - "$TMP/dmd" <<'EOF' || fail "depth table: $(cat "$TMP/dmd")"
+import sys
+rows = [[c.strip() for c in l.strip("|").split("|")] for l in open(sys.argv[1]).read().splitlines()[2:]]
+assert [r[5] for r in rows] == ["pp8", "tg4", "pp8 @ d24", "tg4 @ d24"], rows
+EOF
+timeout 300 "$IGNIS_BIN" bench -m "$MODEL" -p 8 -n 4 -d 24 -t 1 -r 2 -o json > "$TMP/djson" 2> "$TMP/djson.err" ||
+  fail "depth json run: $(cat "$TMP/djson.err")"
+"$PY" - "$TMP/djson" <<'EOF' || fail "depth json: $(cat "$TMP/djson")"
+import json, sys
+objs = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
+assert [(o["n_prompt"], o["n_gen"], o["n_depth"]) for o in objs] == [(8, 0, 24), (0, 4, 24)], objs
+for o in objs:
+    n = o["n_prompt"] + o["n_gen"]
+    assert all(abs(ts - n / (ns * 1e-9)) < 1e-6 * ts for ts, ns in zip(o["samples_ts"], o["samples_ns"])), o
+EOF
+# Depth and test together past the training context (64): a warning naming the total.
+timeout 300 "$IGNIS_BIN" bench -m "$MODEL" -p 0 -n 8 -d 60 -t 1 -r 1 -o json > "$TMP/dlong" 2> "$TMP/dlong.err" ||
+  fail "depth long run: $(cat "$TMP/dlong.err")"
+grep -q "a test of 68 tokens is longer than the model's training context 64" "$TMP/dlong.err" ||
+  fail "depth long: no warning: $(cat "$TMP/dlong.err")"
+
 # 3. A test longer than the training context (64 here) runs, with a warning.
 timeout 300 "$IGNIS_BIN" bench -m "$MODEL" -p 80 -n 0 -t 1 -r 1 -o json > "$TMP/long" 2> "$TMP/long.err" ||
   fail "long run: $(cat "$TMP/long.err")"
@@ -74,6 +99,9 @@ expect_error "-p"            "${M[@]}" -p -5
 expect_error "-p"            "${M[@]}" -p 2000000
 expect_error "-p"            "${M[@]}" -p 12abc
 expect_error "-n"            "${M[@]}" -n 99999999
+expect_error "-d"            "${M[@]}" -d -1
+expect_error "-d"            "${M[@]}" -d 5000000
+expect_error "-d"            "${M[@]}" -d 8,x
 expect_error "-r"            "${M[@]}" -r 0
 expect_error "-r"            "${M[@]}" -r 5000
 expect_error "-o"            "${M[@]}" -o xml
