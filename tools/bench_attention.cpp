@@ -1,8 +1,9 @@
 // ignis-bench-attention: the attention tile kernels (model/attention_kernel.h) this CPU has, side by
 // side on one KV head of an f16 cache, in ns per query vector and 16-position chunk (best of the
 // repetitions, kernels alternated). Prefill: a causal prompt of CTX positions in tiles of the rows each
-// kernel gets from attention.cpp; decode: one row at position CTX.
-//   ignis-bench-attention HEAD_DIM HEADS CTX [REPS]   (HEADS: the query heads sharing the KV head)
+// kernel gets from attention.cpp; decode: one row at position CTX, over each of COPIES caches in turn
+// (as a token's layers: with enough copies the K/V rows come from DRAM, not the caches).
+//   ignis-bench-attention HEAD_DIM HEADS CTX [REPS] [COPIES]   (HEADS: the query heads sharing the KV head)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,13 +31,16 @@ struct Kernel {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: ignis-bench-attention HEAD_DIM HEADS CTX [REPS]\n");
+    std::fprintf(stderr, "usage: ignis-bench-attention HEAD_DIM HEADS CTX [REPS] [COPIES]\n");
     return 2;
   }
   const int64_t d = std::atoll(argv[1]), nh = std::atoll(argv[2]), ctx = std::atoll(argv[3]);
   const int reps = argc > 4 ? std::atoi(argv[4]) : 20;
-  if (d <= 0 || d % 32 != 0 || d > 256 || nh <= 0 || nh > 64 || ctx <= 0 || ctx > (1 << 20) || reps <= 0) {
-    std::fprintf(stderr, "HEAD_DIM must be a multiple of 32 up to 256, HEADS 1..64, CTX 1..2^20, REPS > 0\n");
+  const int64_t copies = argc > 5 ? std::atoll(argv[5]) : 1;
+  if (d <= 0 || d % 32 != 0 || d > 256 || nh <= 0 || nh > 64 || ctx <= 0 || ctx > (1 << 20) || reps <= 0 ||
+      copies <= 0 || copies > 4096) {
+    std::fprintf(stderr, "HEAD_DIM must be a multiple of 32 up to 256, HEADS 1..64, CTX 1..2^20, REPS > 0, "
+                         "COPIES 1..4096\n");
     return 2;
   }
   __builtin_cpu_init();
@@ -44,25 +48,30 @@ int main(int argc, char** argv) {
   if (__builtin_cpu_supports("avx512f")) kernels.push_back({"avx512", attend_tile_avx512, 8});
   if (cpu::amx_bf16_supported()) kernels.push_back({"amx", attend_tile_amx, 32, attn_amx_scratch_floats});
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) kernels.push_back({"avx2", attend_tile_avx2, 8});
-  const int64_t width = 2 * d, page = 256, n_pages = (ctx + page) / page;
+  const int64_t width = d, page = 256, n_pages = (ctx + page) / page;
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0, 1);
   std::vector<std::vector<uint16_t>> kp(n_pages, std::vector<uint16_t>(page * width)), vp = kp;
   for (auto* pages : {&kp, &vp})
     for (auto& p : *pages)
       for (auto& x : p) x = f32_to_f16(nd(rng));
-  std::vector<const void*> kptr, vptr;
-  for (auto& p : kp) kptr.push_back(p.data());
-  for (auto& p : vp) vptr.push_back(p.data());
+  // Copy c's pages: copies past the first hold the first's values in memory of their own.
+  std::vector<std::vector<std::vector<uint16_t>>> kcopy(copies - 1, kp), vcopy(copies - 1, vp);
+  std::vector<std::vector<const void*>> kptr(copies), vptr(copies);
+  for (int64_t c = 0; c < copies; ++c)
+    for (int64_t p = 0; p < n_pages; ++p) {
+      kptr[c].push_back(c == 0 ? kp[p].data() : kcopy[c - 1][p].data());
+      vptr[c].push_back(c == 0 ? vp[p].data() : vcopy[c - 1][p].data());
+    }
   const int64_t q_stride = nh * d;
   std::vector<float> q(ctx * q_stride), out(ctx * q_stride), scratch;
   for (auto& x : q) x = nd(rng);
-  auto tile = [&](int64_t r0, int64_t n_rows, int64_t n_kv0) {
+  auto tile = [&](int64_t r0, int64_t n_rows, int64_t n_kv0, int64_t c = 0) {
     AttnTile t;
     t.head_dim = d;
     t.scale = 1.0f / 8;
-    t.k_pages = kptr.data();
-    t.v_pages = vptr.data();
+    t.k_pages = kptr[c].data();
+    t.v_pages = vptr[c].data();
     t.page = page;
     t.width = width;
     t.q = q.data() + r0 * q_stride;
@@ -81,8 +90,8 @@ int main(int argc, char** argv) {
   auto pass = [&](const Kernel& k, bool decode) {
     double pairs = 0;
     if (decode) {
-      call(k, tile(0, 1, ctx));
-      return double(nh * ((ctx + 15) / 16));
+      for (int64_t c = 0; c < copies; ++c) call(k, tile(0, 1, ctx, c));
+      return double(copies * nh * ((ctx + 15) / 16));
     }
     for (int64_t r0 = 0; r0 < ctx; r0 += k.rows) {
       const int64_t n = std::min(k.rows, ctx - r0);
