@@ -1,8 +1,8 @@
 // Paged KV storage: the tensors behind the BlockPool's block ids, and a per-sequence view of them.
 //
 // PagedKvStore owns one arena of n_blocks blocks; block b holds, for every layer, K and V for
-// block_size consecutive positions: [n_blocks][n_layer][2 (K, V)][block_size][kv_width] of the store's
-// type (f16 or f32), so a sequence's block table maps its pages straight to arena blocks. SeqKvView
+// block_size consecutive positions: [n_blocks][n_layer][2 (K, V)][n_head_kv][block_size][head_dim] of
+// the store's type (f16 or f32), so a sequence's block table maps its pages straight to arena blocks. SeqKvView
 // implements model::KvCache over a block table, so Model::forward reads and writes a sequence's K/V
 // where the scheduler put them. The store is shared by the engine thread only; views are short-lived, one per
 // scheduled sequence per step.

@@ -59,7 +59,6 @@ void attend_spans(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, 
   const bool all_f16 = std::all_of(spans.begin(), spans.end(), [](const SeqSpan& sp) { return sp.cache->kv_type() == DType::F16; });
   const Kernel kernel = pick_kernel(sh.head_dim, all_f16);
   const int64_t rows_per_tile = kernel.rows_per_tile;
-  const int64_t width = spans[0].cache->kv_width();
   const int64_t group = sh.n_head / sh.n_head_kv;
   const int64_t d = sh.head_dim;
   const int64_t q_stride = sh.n_head * d;
@@ -109,9 +108,9 @@ void attend_spans(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, 
     t.k_pages = k_pages[it.span].data();
     t.v_pages = v_pages[it.span].data();
     t.page = sp.cache->page_size();
-    t.width = width;
+    t.width = d;  // KvCache's pages: [n_head_kv, page, head_dim]
     t.kv_f16 = sp.cache->kv_type() == DType::F16;
-    t.kv_off = it.kv_head * d;
+    t.kv_off = it.kv_head * t.page * d;
     t.q = q + row * q_stride + h0 * d;
     t.out = out + row * q_stride + h0 * d;
     t.q_stride = q_stride;
@@ -152,7 +151,7 @@ void attention_batch(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t i
                      const float* q, const float* k, const float* v, float* out) {
   for (const SeqSpan& sp : spans) {
     const int64_t w = sp.cache->kv_width();
-    kv_store(*sp.cache, il, sp.pos0, sp.n_tokens, k + sp.row0 * w, v + sp.row0 * w);
+    kv_store(*sp.cache, il, sp.pos0, sp.n_tokens, shape.head_dim, k + sp.row0 * w, v + sp.row0 * w);
   }
   attend_spans(pool, spans, il, shape, q, out);
 }

@@ -182,7 +182,8 @@ void qkv_rope(ThreadPool& pool, const QkvWeights& w, const RopeTable& rope, floa
   });
 }
 
-void kv_store(KvCache& cache, int64_t il, int64_t pos0, int64_t n_tokens, const float* k, const float* v) {
+void kv_store(KvCache& cache, int64_t il, int64_t pos0, int64_t n_tokens, int64_t head_dim, const float* k,
+              const float* v) {
   const F16RowFn to_f16 = elementwise_kernels().f16_row;
   const bool f16 = cache.kv_type() == DType::F16;
   const int64_t width = cache.kv_width();
@@ -192,12 +193,15 @@ void kv_store(KvCache& cache, int64_t il, int64_t pos0, int64_t n_tokens, const 
     const int64_t row = pos % page;
     void* kd = cache.k_page(il, pos / page);
     void* vd = cache.v_page(il, pos / page);
-    if (f16) {
-      to_f16(k + t * width, width, static_cast<uint16_t*>(kd) + row * width);
-      to_f16(v + t * width, width, static_cast<uint16_t*>(vd) + row * width);
-    } else {
-      std::memcpy(static_cast<float*>(kd) + row * width, k + t * width, width * sizeof(float));
-      std::memcpy(static_cast<float*>(vd) + row * width, v + t * width, width * sizeof(float));
+    for (int64_t h = 0; h * head_dim < width; ++h) {  // head h's row: element (h * page + row) * head_dim
+      const int64_t src = t * width + h * head_dim, dst = (h * page + row) * head_dim;
+      if (f16) {
+        to_f16(k + src, head_dim, static_cast<uint16_t*>(kd) + dst);
+        to_f16(v + src, head_dim, static_cast<uint16_t*>(vd) + dst);
+      } else {
+        std::memcpy(static_cast<float*>(kd) + dst, k + src, head_dim * sizeof(float));
+        std::memcpy(static_cast<float*>(vd) + dst, v + src, head_dim * sizeof(float));
+      }
     }
   }
 }

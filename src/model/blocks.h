@@ -102,8 +102,10 @@ void qkv_rope(ThreadPool& pool, const QkvWeights& w, const RopeTable& rope, floa
               int64_t n_tokens, int64_t n_head, int64_t n_head_kv, float* q, float* k, float* v);
 
 // Stores K and V rows [n_tokens, kv_width] f32 of positions pos0.. into layer il of the cache, rounded
-// to f16 when that is its type.
-void kv_store(KvCache& cache, int64_t il, int64_t pos0, int64_t n_tokens, const float* k, const float* v);
+// to f16 when that is its type, each KV head's head_dim elements in that head's part of the page
+// (KvCache's layout).
+void kv_store(KvCache& cache, int64_t il, int64_t pos0, int64_t n_tokens, int64_t head_dim, const float* k,
+              const float* v);
 
 struct AttentionShape {
   int64_t n_head = 0;

@@ -1,7 +1,7 @@
 // DenseKvCache: the single-sequence KV cache, one page holding all n_ctx positions of every layer.
 //
-// Layout per layer: K [n_ctx, kv_width] and V [n_ctx, kv_width] of the cache's type (f16 or f32), kv_width = n_head_kv * head_dim
-// (see KvCache in model.h for the page interface this implements). The cache owns its memory; pages
+// Layout per layer: K [n_head_kv, n_ctx, head_dim] and V [n_head_kv, n_ctx, head_dim] of the cache's type
+// (f16 or f32) (see KvCache in model.h for the page interface this implements). The cache owns its memory; pages
 // are allocated untouched so a large n_ctx costs memory only for positions actually written.
 // Not thread-safe: one forward() at a time per cache.
 #pragma once
@@ -46,7 +46,7 @@ class DenseKvCache final : public KvCache {
   int64_t n_past_ = 0;
   DType kv_type_;
   size_t elem_bytes_;
-  std::unique_ptr<std::byte[]> data_;  // [n_layer][2 (K, V)][n_ctx][kv_width]
+  std::unique_ptr<std::byte[]> data_;  // [n_layer][2 (K, V)][n_head_kv][n_ctx][head_dim]
 };
 
 }  // namespace ignis::model

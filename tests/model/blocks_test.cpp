@@ -114,7 +114,7 @@ TEST(Attention, PagedCacheMatchesNaiveSoftmaxAttention) {
     ScatteredCache cache(1, width, 4, 4);
     std::vector<float> k = randn(n * width, 4), v = randn(n * width, 5);
     const std::vector<float> q = randn(n_tokens * n_q, 6);
-    kv_store(cache, 0, 0, n, k.data(), v.data());
+    kv_store(cache, 0, 0, n, sh.head_dim, k.data(), v.data());
     for (float* x : {k.data(), v.data()})  // the reference uses what the f16 cache holds
       for (int64_t i = 0; i < n * width; ++i) x[i] = f16_to_f32(f32_to_f16(x[i]));
     ThreadPool pool(threads);
