@@ -38,8 +38,9 @@ if [ $# -eq 0 ]; then
     "$MODELS"/qwen2.5-0.5b-q4_k_m.gguf "$MODELS"/qwen2.5-1.5b-q4_0.gguf "$MODELS"/qwen2.5-1.5b-q4_k_m.gguf \
     "$MODELS"/llama-3.2-1b-q4_0.gguf "$MODELS"/qwen3-0.6b-q8_0.gguf
 fi
-# 4. Memory bandwidth: measured again before every repetition (on a shared VM it drifts by tens of
-# percent within minutes); each model's floor uses the median of the measurements made beside it.
+# 4. Memory bandwidth: on a shared VM it drifts by tens of percent within minutes, so it is measured
+# around every decode run (before llama.cpp's, between the two, after ignis'); each run's floor uses the
+# mean of the two measurements on either side of it, and the table shows the median of the runs' ratios.
 cc -O3 -march=native -fopenmp "$ROOT/bench/membw.c" -o "$SCRATCH/membw"
 # 5. The llama.cpp CPU library this machine runs (bench/llamacpp_libs.sh).
 . "$ROOT/bench/llamacpp_libs.sh"
@@ -51,11 +52,19 @@ echo "# llama.cpp CPU backend: $LLAMA_CPU_LIB"
 for m in "$@"; do
   for t in $THREADS; do
     for r in $(seq 1 "$REPS"); do
-      bw=$("$SCRATCH/membw" "$t")
-      "${LLAMA_ENV[@]}" "$LL/build/bin/llama-bench" -m "$m" -p "$PP" -n "$TG" -t "$t" -r 1 -o jsonl 2>/dev/null |
-        sed "s|^{|{\"engine\":\"llama.cpp\",\"bw\":$bw,|" >>"$OUT"
-      "$IGNIS" bench -m "$m" -p "$PP" -n "$TG" -t "$t" -r 1 -o json 2>/dev/null |
-        sed "s|^{|{\"engine\":\"ignis\",\"bw\":$bw,|" >>"$OUT"
+      if [ "$PP" -gt 0 ]; then
+        "${LLAMA_ENV[@]}" "$LL/build/bin/llama-bench" -m "$m" -p "$PP" -n 0 -t "$t" -r 1 -o jsonl 2>/dev/null |
+          sed 's|^{|{"engine":"llama.cpp",|' >>"$OUT"
+        "$IGNIS" bench -m "$m" -p "$PP" -n 0 -t "$t" -r 1 -o json 2>/dev/null | sed 's|^{|{"engine":"ignis",|' >>"$OUT"
+      fi
+      [ "$TG" -gt 0 ] || continue
+      bw_a=$("$SCRATCH/membw" "$t")
+      llama=$("${LLAMA_ENV[@]}" "$LL/build/bin/llama-bench" -m "$m" -p 0 -n "$TG" -t "$t" -r 1 -o jsonl 2>/dev/null)
+      bw_b=$("$SCRATCH/membw" "$t")
+      ign=$("$IGNIS" bench -m "$m" -p 0 -n "$TG" -t "$t" -r 1 -o json 2>/dev/null)
+      bw_c=$("$SCRATCH/membw" "$t")
+      echo "$llama" | sed "s|^{|{\"engine\":\"llama.cpp\",\"bw\":$("$PY" -c "print(($bw_a + $bw_b) / 2)"),|" >>"$OUT"
+      echo "$ign" | sed "s|^{|{\"engine\":\"ignis\",\"bw\":$("$PY" -c "print(($bw_b + $bw_c) / 2)"),|" >>"$OUT"
     done
   done
 done
@@ -67,19 +76,26 @@ med, size = {}, {}
 for r in rows:
     med.setdefault(key(r) + (r["engine"],), []).append(r["avg_ts"])
     if r["engine"] == "llama.cpp": size[os.path.basename(r["model_filename"])] = r["model_size"]
+# A decode run's fraction of the floor: its rate against the bytes of weights per token read at the
+# bandwidth measured around it (llama.cpp's model_size for both engines).
+frac, bws = {}, {}
+for r in rows:
+    name = os.path.basename(r["model_filename"])
+    if "bw" in r and name in size:
+        frac.setdefault(key(r) + (r["engine"],), []).append(r["avg_ts"] * size[name] / (r["bw"] * 1e9))
+        bws.setdefault(key(r), []).append(r["bw"])
 print("| model | threads | test | llama.cpp t/s | ignis t/s | ignis / llama.cpp | tg / floor (llama.cpp, ignis) |")
 print("|---|---:|---|---:|---:|---:|---|")
-bws = {}
-for r in rows:
-    bws.setdefault((os.path.basename(r["model_filename"]), r["n_threads"]), []).append(r["bw"])
-bw = {k: statistics.median(v) for k, v in bws.items()}
+nan = [float("nan")]
 for k in sorted({k[:3] for k in med}):
-    l = statistics.median(med.get(k + ("llama.cpp",), [float("nan")]))
-    i = statistics.median(med.get(k + ("ignis",), [float("nan")]))
+    l = statistics.median(med.get(k + ("llama.cpp",), nan))
+    i = statistics.median(med.get(k + ("ignis",), nan))
     floor = ""
-    if k[2].startswith("tg") and k[0] in size:
-        f = bw[(k[0], k[1])] * 1e9 / size[k[0]]
-        floor = "%.2f, %.2f (floor %.1f t/s at %.1f GB/s)" % (l / f, i / f, f, bw[(k[0], k[1])])
+    if k in bws:
+        b = statistics.median(bws[k])
+        floor = "%.2f, %.2f (median of runs; bandwidth %.1f-%.1f GB/s, floor %.1f t/s at the median)" % (
+            statistics.median(frac.get(k + ("llama.cpp",), nan)), statistics.median(frac.get(k + ("ignis",), nan)),
+            min(bws[k]), max(bws[k]), b * 1e9 / size[k[0]])
     print("| %s | %d | %s | %.2f | %.2f | %.2f | %s |" % (k[0], k[1], k[2], l, i, i / l if l else float("nan"), floor))
 PYEOF
 echo "raw results: $OUT"
