@@ -7,7 +7,9 @@
 #
 #   bench/vs-llamacpp.sh [REPS=3] [MODEL.gguf ...]
 # Env: SCRATCH (default /work/scratch/bench: node-llama-cpp, llama.cpp build, models),
-#      THREADS (default "2 1"), PP (512), TG (128), IGNIS (default <repo>/build/bin/ignis).
+#      THREADS (default "2 1"), PP (512), TG (128), IGNIS (default <repo>/build/bin/ignis),
+#      DEPTH (0: tokens already in the KV cache when each test starts, llama-bench's -d; the floor column
+#      counts weights only, so it is left out past depth 0).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 REPS=${1:-3}; shift || true
@@ -15,6 +17,7 @@ SCRATCH=${SCRATCH:-/work/scratch/bench}
 THREADS=${THREADS:-"2 1"}
 PP=${PP:-512}
 TG=${TG:-128}
+DEPTH=${DEPTH:-0}
 mkdir -p "$SCRATCH"
 PY=/usr/bin/python3
 IGNIS=${IGNIS:-$ROOT/build/bin/ignis}
@@ -49,29 +52,35 @@ llamacpp_libs "$LL" "$@"
 OUT="$SCRATCH/results-$(date +%Y%m%d-%H%M%S).jsonl"
 echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs)"
 echo "# llama.cpp CPU backend: $LLAMA_CPU_LIB"
+LLAMA_BENCH=("${LLAMA_ENV[@]}" "$LL/build/bin/llama-bench")
+mean() { "$PY" -c "print(($1 + $2) / 2)"; }
 for m in "$@"; do
   for t in $THREADS; do
     for r in $(seq 1 "$REPS"); do
       if [ "$PP" -gt 0 ]; then
-        "${LLAMA_ENV[@]}" "$LL/build/bin/llama-bench" -m "$m" -p "$PP" -n 0 -t "$t" -r 1 -o jsonl 2>/dev/null |
+        "${LLAMA_BENCH[@]}" -m "$m" -p "$PP" -n 0 -d "$DEPTH" -t "$t" -r 1 -o jsonl 2>/dev/null |
           sed 's|^{|{"engine":"llama.cpp",|' >>"$OUT"
-        "$IGNIS" bench -m "$m" -p "$PP" -n 0 -t "$t" -r 1 -o json 2>/dev/null | sed 's|^{|{"engine":"ignis",|' >>"$OUT"
+        "$IGNIS" bench -m "$m" -p "$PP" -n 0 -d "$DEPTH" -t "$t" -r 1 -o json 2>/dev/null |
+          sed 's|^{|{"engine":"ignis",|' >>"$OUT"
       fi
       [ "$TG" -gt 0 ] || continue
       bw_a=$("$SCRATCH/membw" "$t")
-      llama=$("${LLAMA_ENV[@]}" "$LL/build/bin/llama-bench" -m "$m" -p 0 -n "$TG" -t "$t" -r 1 -o jsonl 2>/dev/null)
+      llama=$("${LLAMA_BENCH[@]}" -m "$m" -p 0 -n "$TG" -d "$DEPTH" -t "$t" -r 1 -o jsonl 2>/dev/null)
       bw_b=$("$SCRATCH/membw" "$t")
-      ign=$("$IGNIS" bench -m "$m" -p 0 -n "$TG" -t "$t" -r 1 -o json 2>/dev/null)
+      ign=$("$IGNIS" bench -m "$m" -p 0 -n "$TG" -d "$DEPTH" -t "$t" -r 1 -o json 2>/dev/null)
       bw_c=$("$SCRATCH/membw" "$t")
-      echo "$llama" | sed "s|^{|{\"engine\":\"llama.cpp\",\"bw\":$("$PY" -c "print(($bw_a + $bw_b) / 2)"),|" >>"$OUT"
-      echo "$ign" | sed "s|^{|{\"engine\":\"ignis\",\"bw\":$("$PY" -c "print(($bw_b + $bw_c) / 2)"),|" >>"$OUT"
+      echo "$llama" | sed "s|^{|{\"engine\":\"llama.cpp\",\"bw\":$(mean "$bw_a" "$bw_b"),|" >>"$OUT"
+      echo "$ign" | sed "s|^{|{\"engine\":\"ignis\",\"bw\":$(mean "$bw_b" "$bw_c"),|" >>"$OUT"
     done
   done
 done
 "$PY" - "$OUT" <<'PYEOF'
 import json, os, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-key = lambda r: (os.path.basename(r["model_filename"]), r["n_threads"], "pp%d" % r["n_prompt"] if r["n_prompt"] else "tg%d" % r["n_gen"])
+def key(r):
+    test = "pp%d" % r["n_prompt"] if r["n_prompt"] else "tg%d" % r["n_gen"]
+    if r.get("n_depth", 0): test += " @ d%d" % r["n_depth"]
+    return (os.path.basename(r["model_filename"]), r["n_threads"], test)
 med, size = {}, {}
 for r in rows:
     med.setdefault(key(r) + (r["engine"],), []).append(r["avg_ts"])
@@ -81,7 +90,7 @@ for r in rows:
 frac, bws = {}, {}
 for r in rows:
     name = os.path.basename(r["model_filename"])
-    if "bw" in r and name in size:
+    if "bw" in r and name in size and not r.get("n_depth", 0):
         frac.setdefault(key(r) + (r["engine"],), []).append(r["avg_ts"] * size[name] / (r["bw"] * 1e9))
         bws.setdefault(key(r), []).append(r["bw"])
 print("| model | threads | test | llama.cpp t/s | ignis t/s | ignis / llama.cpp | tg / floor (llama.cpp, ignis) |")

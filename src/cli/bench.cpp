@@ -2,9 +2,9 @@
 //
 // NOTE: method follows llama-bench so the numbers compare side by side: each test starts from an empty
 // KV cache, or from n_depth random tokens already in it (-d; evaluated once, untimed, and kept across
-// repetitions as llama-bench restores its saved state); pp evaluates n_prompt random tokens as one batch, tg evaluates n_gen tokens one at a time;
-// one warm-up run precedes the timed repetitions; t/s is reported as the mean and standard deviation
-// of the per-repetition rates.
+// repetitions as llama-bench restores its saved state); pp evaluates n_prompt random tokens as one
+// batch, tg evaluates n_gen tokens one at a time; one warm-up run precedes the timed repetitions; t/s is
+// reported as the mean and standard deviation of the per-repetition rates.
 #include <sys/resource.h>
 
 #include <algorithm>
