@@ -4,6 +4,8 @@
 // kernel gets from attention.cpp; decode: one row at position CTX, over each of COPIES caches in turn
 // (as a token's layers: with enough copies the K/V rows come from DRAM, not the caches).
 //   ignis-bench-attention HEAD_DIM HEADS CTX [REPS] [COPIES]   (HEADS: the query heads sharing the KV head)
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,25 +45,33 @@ int main(int argc, char** argv) {
                          "COPIES 1..4096\n");
     return 2;
   }
+  const int64_t width = d, page = 256, n_pages = (ctx + page) / page;
+  const double need = double(copies + 1) * 2 * n_pages * page * width * 2 + 2.0 * ctx * nh * d * 4;
+  const double have = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  if (need > have) {
+    std::fprintf(stderr, "%lld copies of %lld positions need %.1f GiB, more than this machine's %.1f GiB\n",
+                 static_cast<long long>(copies), static_cast<long long>(ctx), need / (1 << 30), have / (1 << 30));
+    return 2;
+  }
   __builtin_cpu_init();
   std::vector<Kernel> kernels;
   if (__builtin_cpu_supports("avx512f")) kernels.push_back({"avx512", attend_tile_avx512, 8});
   if (cpu::amx_bf16_supported()) kernels.push_back({"amx", attend_tile_amx, 32, attn_amx_scratch_floats});
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) kernels.push_back({"avx2", attend_tile_avx2, 8});
-  const int64_t width = d, page = 256, n_pages = (ctx + page) / page;
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0, 1);
-  std::vector<std::vector<uint16_t>> kp(n_pages, std::vector<uint16_t>(page * width)), vp = kp;
+  using Pages = std::vector<std::vector<uint16_t>>;
+  Pages kp(n_pages, std::vector<uint16_t>(page * width)), vp = kp;
   for (auto* pages : {&kp, &vp})
     for (auto& p : *pages)
       for (auto& x : p) x = f32_to_f16(nd(rng));
-  // Copy c's pages: copies past the first hold the first's values in memory of their own.
-  std::vector<std::vector<std::vector<uint16_t>>> kcopy(copies - 1, kp), vcopy(copies - 1, vp);
+  // COPIES caches holding the same values, each in memory of its own.
+  std::vector<Pages> kset(copies, kp), vset(copies, vp);
   std::vector<std::vector<const void*>> kptr(copies), vptr(copies);
   for (int64_t c = 0; c < copies; ++c)
     for (int64_t p = 0; p < n_pages; ++p) {
-      kptr[c].push_back(c == 0 ? kp[p].data() : kcopy[c - 1][p].data());
-      vptr[c].push_back(c == 0 ? vp[p].data() : vcopy[c - 1][p].data());
+      kptr[c].push_back(kset[c][p].data());
+      vptr[c].push_back(vset[c][p].data());
     }
   const int64_t q_stride = nh * d;
   std::vector<float> q(ctx * q_stride), out(ctx * q_stride), scratch;

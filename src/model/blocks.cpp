@@ -193,7 +193,7 @@ void kv_store(KvCache& cache, int64_t il, int64_t pos0, int64_t n_tokens, int64_
     const int64_t row = pos % page;
     void* kd = cache.k_page(il, pos / page);
     void* vd = cache.v_page(il, pos / page);
-    for (int64_t h = 0; h * head_dim < width; ++h) {  // head h's row: element (h * page + row) * head_dim
+    for (int64_t h = 0; h < width / head_dim; ++h) {  // head h's row: element (h * page + row) * head_dim
       const int64_t src = t * width + h * head_dim, dst = (h * page + row) * head_dim;
       if (f16) {
         to_f16(k + src, head_dim, static_cast<uint16_t*>(kd) + dst);
@@ -233,11 +233,11 @@ void swiglu_ffn(ThreadPool& pool, const FfnWeights& w, const float* x, int64_t n
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kFfnTokens) {
     const int64_t nt = std::min(n_tokens, t0 + kFfnTokens) - t0;
     float* gate_rows = gate_buf;
-    // NOTE: a fused product on AMX or on a pair kernel combines gate and up as it makes them
-    // (cpu::matmul_glu): the [nt, 2 n_ff] products never go to memory and back, nor through a second
-    // pass. The bits are the same (the same products, the same elementwise row kernel). pp512 at one
-    // thread on a 2-core Xeon with AMX,
-    // alternated A/B/A/B (the machine drifted 15% between rounds): Qwen2.5-0.5B Q4_0 655, 554 -> 728,
+    // NOTE: a fused product of packed weights combines gate and up as it makes them (cpu::matmul_glu;
+    // ops.h says where it runs): the [nt, 2 n_ff] products never go to memory and back, nor through a
+    // second pass. The bits are the same (the same products, the same elementwise row kernel). pp512 at
+    // one thread on a 2-core Xeon with AMX, alternated A/B/A/B (the machine drifted 15% between rounds),
+    // when it ran on AMX only: Qwen2.5-0.5B Q4_0 655, 554 -> 728,
     // 673 t/s; Qwen2.5-1.5B Q4_0 200, 200 -> 223, 229; Llama-3.2-1B Q4_0 277-286 -> 294. The whole
     // ubatch at once instead of blocks of kFfnTokens measured the same.
     if (fused && cpu::matmul_glu(pool, w.gate_up, x + t0 * n_in, nt, gate_rows, silu_mul, w.gate_b, w.up_b)) {
