@@ -11,10 +11,10 @@ function(ignis_layer name)
   set(amx ${srcs})
   list(FILTER amx INCLUDE REGEX "_amx\\.cpp$")
   set_source_files_properties(${amx} PROPERTIES COMPILE_OPTIONS
-    "-mavx2;-mfma;-mf16c;-mbmi2;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx512bf16;-mavx512vbmi;-mamx-tile;-mamx-int8;-mamx-bf16")
+    "-mavx2;-mfma;-mf16c;-mbmi2;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx512bf16;-mavx512vbmi;-mgfni;-mamx-tile;-mamx-int8;-mamx-bf16")
   set_source_files_properties(${avx2} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mbmi2")
   set_source_files_properties(${avx512} PROPERTIES COMPILE_OPTIONS
-    "-mavx2;-mfma;-mf16c;-mbmi2;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx512bf16;-mavx512vbmi")
+    "-mavx2;-mfma;-mf16c;-mbmi2;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx512bf16;-mavx512vbmi;-mgfni")
   if(srcs)
     add_library(${name} STATIC ${srcs})
     target_link_libraries(${name} PUBLIC ${ARGN})

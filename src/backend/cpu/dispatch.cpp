@@ -19,7 +19,7 @@ bool isa_supported(Isa isa) {
       return isa_supported(Isa::kAvx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
              __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16") &&
-             __builtin_cpu_supports("avx512vbmi");
+             __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("gfni");
   }
   return false;
 #else

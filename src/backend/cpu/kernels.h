@@ -49,6 +49,8 @@ struct ActQuantEntry {
   FromFloatFn from_float;
 };
 
+// kAvx2: AVX2, FMA, F16C, BMI2. kAvx512: also AVX-512 F/BW/VL/DQ/VNNI/BF16/VBMI and GFNI (Zen 4 and later,
+// Sapphire Rapids and later).
 enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 
 struct KernelTable {

@@ -1,6 +1,6 @@
 // AVX-512 helpers shared by the packed kernels that read the same packed records (packed_avx512.cpp, the
 // VNNI kernels, and packed_amx.cpp, which unpacks records into AMX tiles). Include only from files built
-// with AVX-512 flags. Pure inline functions: thread-safe.
+// with AVX-512 (and GFNI) flags. Pure inline functions: thread-safe.
 #pragma once
 
 #include <immintrin.h>
@@ -45,16 +45,31 @@ inline __m512 scale_add_q4k(__m512 acc, __m512i isum, __m512i msum, __m512 d, __
   return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, vdx), acc);
 }
 
+// The bit matrix of vgf2p8affineqb that moves each byte's bits [from, from + n) to [to, to + n) and
+// clears the others (row 7 - i of the matrix: the input bits that make output bit i).
+constexpr uint64_t gf_move_bits(int from, int to, int n) {
+  uint64_t m = 0;
+  for (int k = 0; k < n; ++k) m |= uint64_t{1} << (from + k) << (8 * (7 - (to + k)));
+  return m;
+}
+
 // The quants (q + 32, 0..63, one byte per element) of triple h of a packed Q6_K record (packed.h; tri:
 // the record's first triple): q[u] = element group h + 16u of the 16 rows.
+// NOTE (GFNI): vgf2p8affineqb moves a byte's bit field in one instruction, where a 16-bit shift also
+// drags in the next byte's bits and needs an AND to clear them: 5 moves and 4 merges per triple against
+// 17 shifts, ANDs and ORs. On Zen 5, 1536 x 4096 from L3 on one core 88 -> 110-113 GMAC/s; the output head
+// of Qwen2.5-1.5B (1536 x 151,936) from DRAM on one core 35.8-39.6 -> 39.7-42.3 GB/s (alternated 3x).
 inline void q6k_triple_quants(const uint8_t* tri, int h, __m512i q[4]) {
-  const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
   const __m512i n1 = _mm512_loadu_si512(tri + 192 * h), n2 = _mm512_loadu_si512(tri + 192 * h + 64);
   const __m512i hb = _mm512_loadu_si512(tri + 192 * h + 128);
-  q[0] = _mm512_or_si512(_mm512_and_si512(n1, m0f), _mm512_and_si512(_mm512_slli_epi16(hb, 4), m30));
-  q[1] = _mm512_or_si512(_mm512_and_si512(n2, m0f), _mm512_and_si512(_mm512_slli_epi16(hb, 2), m30));
-  q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n1, 4), m0f), _mm512_and_si512(hb, m30));
-  q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(n2, 4), m0f), _mm512_and_si512(_mm512_srli_epi16(hb, 2), m30));
+  const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+  auto move = [](__m512i v, int from, int to, int n) {
+    return _mm512_gf2p8affine_epi64_epi8(v, _mm512_set1_epi64(static_cast<long long>(gf_move_bits(from, to, n))), 0);
+  };
+  q[0] = _mm512_ternarylogic_epi32(n1, move(hb, 0, 4, 2), m0f, 0xEC);  // (n1 & 0x0f) | bits
+  q[1] = _mm512_ternarylogic_epi32(n2, move(hb, 2, 4, 2), m0f, 0xEC);
+  q[2] = _mm512_ternarylogic_epi32(move(n1, 4, 0, 4), hb, m30, 0xF8);  // nibble | (hb & 0x30)
+  q[3] = _mm512_or_si512(move(n2, 4, 0, 4), move(hb, 6, 4, 2));
 }
 
 // Lane i of the result: the reduction of v[i]'s 16 lanes by op (a commutative, associative operation
