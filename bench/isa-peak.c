@@ -28,61 +28,30 @@ static void report(const char* name, double seconds, int macs_per_instr, double 
   printf("%-10s %5.2f G instr/s  %6.1f G multiply-adds/s  (%g)\n", name, instr, instr * macs_per_instr, sink);
 }
 
-static void fma_f32(void) {
-  const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
-#define INIT(i) __m512 acc##i = _mm512_set1_ps(1.0f + i);
-  TEN(INIT)
-#undef INIT
-  const double t = now();
-  for (long k = 0; k < kIters; ++k) {
-#define STEP(i) acc##i = _mm512_fmadd_ps(acc##i, x, y);
-    TEN(STEP) TEN(KEEP)
-#undef STEP
-  }
-  report("vfmadd231ps", now() - t, 16, _mm512_reduce_add_ps(acc0) + _mm512_reduce_add_ps(acc9));
-}
-
-static void dp_bf16(void) {
-  const __m512bh p = (__m512bh)_mm512_set1_epi16(0x3f80), q = (__m512bh)_mm512_set1_epi16(0x3380);
-#define INIT(i) __m512 acc##i = _mm512_setzero_ps();
-  TEN(INIT)
-#undef INIT
-  const double t = now();
-  for (long k = 0; k < kIters; ++k) {
-#define STEP(i) acc##i = _mm512_dpbf16_ps(acc##i, p, q);
-    TEN(STEP) TEN(KEEP)
-#undef STEP
-  }
-  report("vdpbf16ps", now() - t, 32, _mm512_reduce_add_ps(acc0) + _mm512_reduce_add_ps(acc9));
-}
-
-static void dp_int(int bytes) {
-  const __m512i u = _mm512_set1_epi8(1), v = _mm512_set1_epi8(1);
-#define INIT(i) __m512i acc##i = _mm512_setzero_si512();
-  TEN(INIT)
-#undef INIT
-  const double t = now();
-  if (bytes == 2) {
-    for (long k = 0; k < kIters; ++k) {
-#define STEP(i) acc##i = _mm512_dpwssd_epi32(acc##i, u, v);
-      TEN(STEP) TEN(KEEP)
-#undef STEP
-    }
-  } else {
-    for (long k = 0; k < kIters; ++k) {
-#define STEP(i) acc##i = _mm512_dpbusd_epi32(acc##i, u, v);
-      TEN(STEP) TEN(KEEP)
-#undef STEP
-    }
-  }
-  report(bytes == 2 ? "vpdpwssd" : "vpdpbusd", now() - t, bytes == 2 ? 32 : 64,
-         _mm512_reduce_add_epi32(acc0) + _mm512_reduce_add_epi32(acc9));
-}
+// Times kIters rounds of STEP on ten chains acc0..acc9 of TYPE, each started by INIT, and reports them;
+// SINK reduces two chains so the work is kept.
+#define MEASURE(NAME, MACS, TYPE, INIT, STEP, SINK)                 \
+  do {                                                             \
+    TYPE acc0 = INIT, acc1 = INIT, acc2 = INIT, acc3 = INIT, acc4 = INIT; \
+    TYPE acc5 = INIT, acc6 = INIT, acc7 = INIT, acc8 = INIT, acc9 = INIT; \
+    const double t = now();                                        \
+    for (long k = 0; k < kIters; ++k) {                            \
+      TEN(STEP) TEN(KEEP)                                          \
+    }                                                              \
+    report(NAME, now() - t, MACS, (double)(SINK(acc0) + SINK(acc9))); \
+  } while (0)
 
 int main(void) {
-  fma_f32();
-  dp_bf16();
-  dp_int(2);
-  dp_int(1);
+  const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
+  const __m512bh p = (__m512bh)_mm512_set1_epi16(0x3f80), q = (__m512bh)_mm512_set1_epi16(0x3380);
+  const __m512i u = _mm512_set1_epi8(1), v = _mm512_set1_epi8(1);
+#define FMA(i) acc##i = _mm512_fmadd_ps(acc##i, x, y);
+#define BF16(i) acc##i = _mm512_dpbf16_ps(acc##i, p, q);
+#define WSSD(i) acc##i = _mm512_dpwssd_epi32(acc##i, u, v);
+#define BUSD(i) acc##i = _mm512_dpbusd_epi32(acc##i, u, v);
+  MEASURE("vfmadd231ps", 16, __m512, _mm512_set1_ps(1.0f), FMA, _mm512_reduce_add_ps);
+  MEASURE("vdpbf16ps", 32, __m512, _mm512_setzero_ps(), BF16, _mm512_reduce_add_ps);
+  MEASURE("vpdpwssd", 32, __m512i, _mm512_setzero_si512(), WSSD, _mm512_reduce_add_epi32);
+  MEASURE("vpdpbusd", 64, __m512i, _mm512_setzero_si512(), BUSD, _mm512_reduce_add_epi32);
   return 0;
 }
