@@ -30,15 +30,15 @@ static void report(const char* name, double seconds, int macs_per_instr, double 
 
 // Times kIters rounds of STEP on ten chains acc0..acc9 of TYPE, each started by INIT, and reports them;
 // SINK reduces two chains so the work is kept.
-#define MEASURE(NAME, MACS, TYPE, INIT, STEP, SINK)                 \
-  do {                                                             \
-    TYPE acc0 = INIT, acc1 = INIT, acc2 = INIT, acc3 = INIT, acc4 = INIT; \
-    TYPE acc5 = INIT, acc6 = INIT, acc7 = INIT, acc8 = INIT, acc9 = INIT; \
-    const double t = now();                                        \
-    for (long k = 0; k < kIters; ++k) {                            \
-      TEN(STEP) TEN(KEEP)                                          \
-    }                                                              \
-    report(NAME, now() - t, MACS, (double)(SINK(acc0) + SINK(acc9))); \
+#define MEASURE(NAME, MACS, TYPE, INIT, STEP, SINK)                           \
+  do {                                                                        \
+    TYPE acc0 = INIT, acc1 = INIT, acc2 = INIT, acc3 = INIT, acc4 = INIT;     \
+    TYPE acc5 = INIT, acc6 = INIT, acc7 = INIT, acc8 = INIT, acc9 = INIT;     \
+    const double t = now();                                                   \
+    for (long k = 0; k < kIters; ++k) {                                       \
+      TEN(STEP) TEN(KEEP)                                                     \
+    }                                                                         \
+    report(NAME, now() - t, MACS, (double)(SINK(acc0) + SINK(acc9)));         \
   } while (0)
 
 int main(void) {
