@@ -141,7 +141,7 @@ std::vector<Case> cases() {
   v.push_back({DType::F16, 37, 18, 67});
   v.push_back({DType::F16, 4864, 17, 64});
   v.push_back({DType::F16, 64, 33, 49});
-  for (DType t : {DType::Q4_K, DType::Q6_K}) {
+  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     for (int64_t nb = 1; nb <= 3; ++nb) v.push_back({t, 256 * nb, 5 + 11 * nb, nb == 2 ? 9 : 2});
     v.push_back({t, 1536, 32, 6});
     v.push_back({t, 512, 20, 7});  // 3 tokens left over after a group of 4
@@ -320,7 +320,8 @@ TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesBeforeTheCopy) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedGlu,
-                         ::testing::Values(DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16),
+                         ::testing::Values(DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                                           DType::F16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // Each ISA's f16 rounding of the activations equals the scalar conversion, bit for bit.
@@ -501,8 +502,8 @@ TEST(PackedErrors, GetRowRefusesUnreadablePackedViewsAndUnpackableTypesStayUnpac
   if (v.packed) {
     EXPECT_THROW(get_row(v, 0, row.data()), Error);
   }
-  std::vector<uint8_t> k(row_bytes(DType::Q5_K, 256) * 2, 0);
-  EXPECT_FALSE(store.add(WeightView{DType::Q5_K, k.data(), 256, 2}).packed);
+  std::vector<uint8_t> k(row_bytes(DType::Q3_K, 256) * 2, 0);
+  EXPECT_FALSE(store.add(WeightView{DType::Q3_K, k.data(), 256, 2}).packed);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/kernels.h"
@@ -25,7 +26,7 @@ constexpr int64_t kR = kPackRows;
 
 int64_t row_groups(int64_t n_out) { return (n_out + kR - 1) / kR; }
 
-int64_t block_elems(DType t) { return t == DType::Q4_K || t == DType::Q6_K ? kQKK : kQK; }
+int64_t block_elems(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ? kQKK : kQK; }
 
 // The 4 bytes of lane k in chunk c of a record region: region + c * 64 + 4 * k.
 inline uint8_t* lane(uint8_t* region, int64_t c, int64_t k) { return region + c * 64 + 4 * k; }
@@ -85,8 +86,10 @@ void pack_block(const uint8_t* src, uint8_t* rec, int64_t k) {
       for (int c = 0; c < 8; ++c) store32(lane(rec + 32, c, k), load32(reinterpret_cast<const uint8_t*>(b.qs) + 4 * c) ^ 0x80808080u);
       break;
     }
-    case DType::Q4_K: {
-      BlockQ4_K b;
+    case DType::Q4_K:
+    case DType::Q5_K: {
+      using Block = std::conditional_t<t == DType::Q4_K, BlockQ4_K, BlockQ5_K>;
+      Block b;
       std::memcpy(&b, src, sizeof b);
       d16[k] = b.d;
       d16[kR + k] = b.dmin;
@@ -102,7 +105,12 @@ void pack_block(const uint8_t* src, uint8_t* rec, int64_t k) {
       // Chunk (i, c): low nibbles = sub-block 2i elements 4c.., high nibbles = sub-block 2i+1 elements 4c..
       // (low nibbles: elements 64i + 4c + j, high: + 32)
       for (int i = 0; i < 4; ++i)
-        for (int c = 0; c < 8; ++c) store32(lane(qs, 8 * i + c, k), load32(b.qs + 32 * i + 4 * c));
+        for (int c = 0; c < 8; ++c) {
+          uint8_t* chunk = t == DType::Q5_K ? rec + q5k_chunk_at(i, c) : lane(qs, 8 * i + c, 0);
+          store32(chunk + 4 * k, load32(b.qs + 32 * i + 4 * c));
+        }
+      if constexpr (t == DType::Q5_K)  // qh chunk c: qh[4c..4c+3] (bit s of qh[l]: 5th bit of element 32s + l)
+        for (int c = 0; c < 8; ++c) store32(rec + q5k_qh_at(c) + 4 * k, load32(b.qh + 4 * c));
       break;
     }
     case DType::Q6_K: {
@@ -174,6 +182,7 @@ void pack_groups(const WeightView& w, uint8_t* dst, int64_t row0, int64_t g_begi
     case DType::Q5_0: return pack_groups_of<DType::Q5_0>(w, dst, row0, g_begin, g_end);
     case DType::Q8_0: return pack_groups_of<DType::Q8_0>(w, dst, row0, g_begin, g_end);
     case DType::Q4_K: return pack_groups_of<DType::Q4_K>(w, dst, row0, g_begin, g_end);
+    case DType::Q5_K: return pack_groups_of<DType::Q5_K>(w, dst, row0, g_begin, g_end);
     case DType::Q6_K: return pack_groups_of<DType::Q6_K>(w, dst, row0, g_begin, g_end);
     default: fail("pack_weight: type {} cannot be packed", dtype_name(w.type));
   }
@@ -353,7 +362,7 @@ void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst) {
       BlockQ8_K b;
       std::memcpy(&b, dst + s * sizeof b, sizeof b);
       int32_t* o = side + 16 * s;
-      if (t == DType::Q4_K) {
+      if (t == DType::Q4_K || t == DType::Q5_K) {
         // Pairs of 32-element sums (sub-blocks 2i, 2i+1) as two int16 for vpdpwssd with the mins.
         for (int i = 0; i < 4; ++i) {
           const int32_t s0 = b.bsums[4 * i] + b.bsums[4 * i + 1], s1 = b.bsums[4 * i + 2] + b.bsums[4 * i + 3];
@@ -630,7 +639,8 @@ bool f16_copied() { return best_isa() == Isa::kAvx512; }
 bool copied_in_background(DType t) {
   if (t == DType::F16) return f16_copied();
   if (best_isa() != Isa::kAvx512 || use_amx()) return false;
-  return t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q6_K;
+  return t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q5_K ||
+         t == DType::Q6_K;
 }
 
 PackedKernels packed_kernels_rows(DType t) {

@@ -1,5 +1,5 @@
 // Weights repacked into a row-interleaved layout for AVX-512 VNNI and AVX2 (Q4_0, Q5_0, Q8_0, Q4_K,
-// Q6_K): at load, or after it in the background (copied_in_background).
+// Q6_K; Q5_K on AVX-512 only): at load, or after it in the background (copied_in_background).
 //
 // Why: in ggml's layout every 32-element block carries its own scale, so a SIMD kernel must reduce each
 // block's integer dot on its own (shuffles, scalar scale conversions, a horizontal sum per row) before
@@ -17,7 +17,7 @@
 // so prefill does not convert every activation element again for every weight row.
 //
 // Layout of a packed matrix (n_out rows of n_in elements, nb blocks per row: 32 elements for Q4_0, Q5_0,
-// Q8_0, 256 for Q4_K, Q6_K): rows in groups of 16 (the last group padded with zero rows); per row
+// Q8_0, 256 for Q4_K, Q5_K, Q6_K): rows in groups of 16 (the last group padded with zero rows); per row
 // group, nb records, one per block, holding that block of all 16 rows. Quants are cut into chunks of
 // 64 bytes, 4 bytes per row (lane k = row k of the group), each chunk holding one group of 4 elements
 // ("element group g" = elements 4g..4g+3 of the block). Records:
@@ -27,6 +27,9 @@
 //   Q8_0  [16 f16 d][8 chunks, group j, as unsigned q + 128]
 //   Q4_K  [16 f16 d][16 f16 dmin][8 x 16 u8 scales, [sub-block][row]][4 x 16 x 2 u8 mins, [pair][row][2]]
 //         [32 chunks (i, c) = 8i + c: low nibbles = sub-block 2i group c, high = sub-block 2i+1 group c]
+//   Q5_K  Q4_K's d, dmin, scales and mins, then its 32 chunks (the quants' low 4 bits) with 8 qh chunks
+//         among them: qh chunk c (ggml's qh[4c..4c+3], so bit 2i (2i + 1) of byte j = 5th bit of the
+//         element of chunk (i, c)'s low (high) nibble j) follows chunk (0, c) (q5k_chunk_at, q5k_qh_at)
 //   Q6_K  [16 f16 d][16 x 16 i8 scales, [sub-block][row]][16 triples h of chunks: ql(h), ql(h + 16),
 //         qh(h)]; ql(n): low nibbles = group n, high = group n + 32 (low 4 bits of q + 32); qh(h): bits
 //         2c..2c+1 of byte j = high 2 bits of element 4 (h + 16c) + j. (Triples keep the kernel's reads
@@ -34,8 +37,8 @@
 // Activations for a packed product are converted per token row:
 //   32-element types: [nb * 32 int8 quants (ggml's Q8_0 qs, in order)][nb f32 scales][nb int32:
 //   -off * sum of the block's quants], off = 8 (Q4_0), 16 (Q5_0), 128 (Q8_0);
-//   K-quants: [nb ggml Q8_K blocks][nb x 16 int32: Q4_K the 32-element sums of sub-blocks (2i, 2i+1) as
-//   two int16 (i < 4), Q6_K -32 * the 16-element sums].
+//   K-quants: [nb ggml Q8_K blocks][nb x 16 int32: Q4_K and Q5_K the 32-element sums of sub-blocks (2i,
+//   2i+1) as two int16 (i < 4), Q6_K -32 * the 16-element sums].
 // The quants and scales are exactly ggml's activation quantization (same converters), and every block's
 // (sub-block's) integer dot is exact: dot(q_w + off, q_x) - off * sum(q_x). So a packed product differs
 // from the unpacked kernels only in the order of the float accumulation.
@@ -73,17 +76,24 @@ constexpr int64_t packed_record_bytes(DType t) {
     case DType::Q5_0: return 32 + 256 + 64;
     case DType::Q8_0: return 32 + 512;
     case DType::Q4_K: return 64 + 256 + 2048;
+    case DType::Q5_K: return 64 + 256 + 2048 + 512;
     case DType::Q6_K: return 32 + 256 + 2048 + 1024;
     default: return 0;
   }
 }
+// Byte offsets in a packed Q5_K record of chunk (i, c) and of qh chunk c: the kernel reads chunk (0, c),
+// qh chunk c, ..., then the chunks of i = 1..3 (the qh chunks again from L1), one stream front to back.
+// NOTE: with the qh chunks after all 32 chunks, a 1536 x 8960 matvec from DRAM on one Zen 5 core read
+// 10 GB/s against Q4_K's 21.
+constexpr int64_t q5k_chunk_at(int i, int c) { return 320 + (i == 0 ? 128 * c : 1024 + 64 * (8 * (i - 1) + c)); }
+constexpr int64_t q5k_qh_at(int c) { return 320 + 128 * c + 64; }
 // Bytes of one row group of a packed matrix with rows of n_in elements.
 size_t packed_group_bytes(DType t, int64_t n_in);
 // Bytes of one converted activation row for a packed product over n_in elements.
 size_t packed_act_row_bytes(DType t, int64_t n_in);
 
 // True if matmul has a packed kernel for w on this CPU (AVX-512 VNNI or AVX2; Q4_0, Q5_0, Q8_0, Q4_K,
-// Q6_K, F16).
+// Q6_K, F16; Q5_K on AVX-512 only).
 bool can_pack(const WeightView& w);
 
 // Writes the packed form of w into dst (packed_bytes(w) bytes). Requires can_pack(w)'s type/shape rules.
@@ -296,7 +306,7 @@ PackedKernels packed_kernels_f16_rows();
 PackedKernels packed_kernels_f16_rows_avx512();  // only call when AVX-512 is supported
 // True if PackedStore makes the packed copy of a weight of type t in the background, the products
 // taking packed_kernels_rows(t) on ggml's rows until it exists (the same bits): F16 where f16_copied(),
-// and the other packed types (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K) on AVX-512 VNNI without AMX.
+// and the other packed types (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K) on AVX-512 VNNI without AMX.
 // NOTE: packed at load, those types' fresh memory made loading slow: the kernel faulting in and
 // zeroing the pages was 49% of a load's samples, the packing loop 28%. Load to first token
 // (bench/load-vs-llamacpp.sh 3, 2-vCPU Zen 5) was 1,418 ms for Qwen2.5-0.5B Q8_0 against llama-simple's

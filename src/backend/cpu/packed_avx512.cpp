@@ -183,10 +183,15 @@ void packed_dot32_n(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
 
 // ---- K-quants against Q8_K activations (+ the side array of packed.h) ----
 
-template <int NX>
+// Q4_K, and Q5_K (K5: the same record with its qh chunks among the quants' chunks, packed.h).
+// NOTE (Q5_K decode prefetch): without it a 1536 x 8960 Q5_K matvec from DRAM (40 copies) read 13-16
+// GB/s on one Zen 5 core and 27-31 on two, half of Q4_K's rate, with the 5th bits' chunks before, after
+// or among the others; with the record two ahead prefetched 30-33 and 54-61 (alternated 3x). The same
+// prefetch on Q4_K measured within the noise (30-33 / 38-57 GB/s against 31-32 / 53-58).
+template <int NX, bool K5 = false>
 void packed_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows) {
-  constexpr int64_t kRec = packed_record_bytes(DType::Q4_K);
+  constexpr int64_t kRec = packed_record_bytes(K5 ? DType::Q5_K : DType::Q4_K);
   const __m512i m0f = _mm512_set1_epi8(0x0f);
   __m512 acc[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
@@ -198,11 +203,21 @@ void packed_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
     __m512i isum[NX], msum[NX];
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = msum[t] = _mm512_setzero_si512();
     for (int i = 0; i < 4; ++i) {
+      if constexpr (NX == 1 && K5)  // the record two ahead, a quarter of its 45 lines per step
+        for (int l = 12 * i; l < 12 * i + 12; ++l)
+          _mm_prefetch(reinterpret_cast<const char*>(rec + 2 * kRec + 64 * l), _MM_HINT_T0);
       __m512i a0[NX], a1[NX];
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) a0[t] = a1[t] = _mm512_setzero_si512();
       IGNIS_UNROLL for (int c = 0; c < 8; ++c) {
-        const __m512i ch = _mm512_loadu_si512(qs + (8 * i + c) * 64);
-        const __m512i lo = _mm512_and_si512(ch, m0f), hi = _mm512_and_si512(_mm512_srli_epi16(ch, 4), m0f);
+        __m512i lo, hi;
+        if constexpr (K5) {
+          const __m512i ch = _mm512_loadu_si512(rec + q5k_chunk_at(i, c));
+          q5k_chunk_quants(ch, _mm512_loadu_si512(rec + q5k_qh_at(c)), i, lo, hi);
+        } else {
+          const __m512i ch = _mm512_loadu_si512(qs + (8 * i + c) * 64);
+          lo = _mm512_and_si512(ch, m0f);
+          hi = _mm512_and_si512(_mm512_srli_epi16(ch, 4), m0f);
+        }
         IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
           const int8_t* xq = act_k(x + t * x_stride, s)->qs + 64 * i + 4 * c;
           a0[t] = dpbusd_bcast(a0[t], lo, reinterpret_cast<const uint8_t*>(xq));
@@ -472,6 +487,9 @@ PackedKernels packed_kernels_avx512(DType t) {
     case DType::Q5_0: return k32.template operator()<DType::Q5_0>();
     case DType::Q8_0: return k32.template operator()<DType::Q8_0>();
     case DType::Q4_K: return kquant_kernels<packed_dot_q4k<1>, packed_dot_q4k<2>, packed_dot_q4k<3>, packed_dot_q4k<4>>();
+    case DType::Q5_K:
+      return kquant_kernels<packed_dot_q4k<1, true>, packed_dot_q4k<2, true>, packed_dot_q4k<3, true>,
+                            packed_dot_q4k<4, true>>();
     case DType::Q6_K: return kquant_kernels<packed_dot_q6k<1>, packed_dot_q6k<2>, packed_dot_q6k<3>, packed_dot_q6k<4>>();
     case DType::F16: return f16_kernels<true>();
     default: return {};

@@ -72,6 +72,17 @@ inline void q6k_triple_quants(const uint8_t* tri, int h, __m512i q[4]) {
   q[3] = _mm512_or_si512(move(n2, 4, 0, 4), move(hb, 6, 4, 2));
 }
 
+// The quants (0..31) of chunk (i, c) of a packed Q5_K record (packed.h) from the chunk ch and qh chunk c:
+// the low (high) nibbles with bit 2i (2i + 1) of each qh byte moved to bit 4.
+inline void q5k_chunk_quants(__m512i ch, __m512i qh, int i, __m512i& lo, __m512i& hi) {
+  const __m512i m0f = _mm512_set1_epi8(0x0f);
+  auto fifth = [&](int bit) {
+    return _mm512_gf2p8affine_epi64_epi8(qh, _mm512_set1_epi64(static_cast<long long>(gf_move_bits(bit, 4, 1))), 0);
+  };
+  lo = _mm512_ternarylogic_epi32(ch, fifth(2 * i), m0f, 0xEC);  // (ch & 0x0f) | bit
+  hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ch, 4), fifth(2 * i + 1), m0f, 0xEC);
+}
+
 // Lane i of the result: the reduction of v[i]'s 16 lanes by op (a commutative, associative operation
 // on these values, on float lanes: max, or integer add through casts); 30 shuffles and 15 ops for 16
 // reductions, against 16 x (4 shuffles + 4 ops) one vector at a time.

@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernels on ggml's rows in place, for the packed types (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K) while
+// AVX-512 VNNI kernels on ggml's rows in place, for the packed types (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K) while
 // PackedStore makes their packed copy in the background (copied_in_background, packed.h).
 //
 // A "group" here is 16 consecutive rows of ggml blocks. Per block (super-block) the kernels build, in
@@ -144,16 +144,25 @@ void rows_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_str
 
 // Per super-block: sub-block scales and mins from the 12 scale bytes (k4_scale_min on every lane),
 // then per pair i of sub-blocks the chunks (i, c) of packed.h, dword c of qs[32i..32i+31].
-template <int NX>
+// Q5_K (K5): the same with qs 32 bytes further on, after qh, whose dword c (bytes 4c..4c+3) per row is
+// the packed record's qh chunk c.
+template <int NX, bool K5 = false>
 void rows_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
                   int n_rows) {
-  const Rows rows(group, static_cast<size_t>(nb) * sizeof(BlockQ4_K), n_rows, nb);
+  constexpr size_t kBlock = K5 ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  constexpr size_t kQs = K5 ? offsetof(BlockQ5_K, qs) : offsetof(BlockQ4_K, qs);
+  const Rows rows(group, static_cast<size_t>(nb) * kBlock, n_rows, nb);
   const __m512i m0f = _mm512_set1_epi8(0x0f), m3f = _mm512_set1_epi32(63), m03 = _mm512_set1_epi32(3);
   __m512 acc[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t s = 0; s < nb; ++s) {
-    const size_t at = static_cast<size_t>(s) * sizeof(BlockQ4_K);
+    const size_t at = static_cast<size_t>(s) * kBlock;
     rows.prefetch_next(s);
+    __m512i qh[8];
+    if constexpr (K5) {
+      rows.t4(at + offsetof(BlockQ5_K, qh), qh);
+      rows.t4(at + offsetof(BlockQ5_K, qh) + 16, qh + 4);
+    }
     const __m512i q0 = rows.gather32(at + 4), q1 = rows.gather32(at + 8), q2 = rows.gather32(at + 12);
     // Scale / min j of every row as an int32 lane.
     auto scale = [&](int j) {
@@ -172,12 +181,18 @@ void rows_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = msum[t] = _mm512_setzero_si512();
     IGNIS_UNROLL for (int i = 0; i < 4; ++i) {
       __m512i ch[8];
-      rows.t4(at + 16 + 32 * i, ch);
-      rows.t4(at + 32 + 32 * i, ch + 4);
+      rows.t4(at + kQs + 32 * i, ch);
+      rows.t4(at + kQs + 16 + 32 * i, ch + 4);
       __m512i a0[NX], a1[NX];
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) a0[t] = a1[t] = _mm512_setzero_si512();
       IGNIS_UNROLL for (int c = 0; c < 8; ++c) {
-        const __m512i lo = _mm512_and_si512(ch[c], m0f), hi = _mm512_and_si512(_mm512_srli_epi16(ch[c], 4), m0f);
+        __m512i lo, hi;
+        if constexpr (K5) {
+          q5k_chunk_quants(ch[c], qh[c], i, lo, hi);
+        } else {
+          lo = _mm512_and_si512(ch[c], m0f);
+          hi = _mm512_and_si512(_mm512_srli_epi16(ch[c], 4), m0f);
+        }
         IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
           const int8_t* xq = act_k(x + t * x_stride, s)->qs + 64 * i + 4 * c;
           a0[t] = dpbusd_bcast(a0[t], lo, reinterpret_cast<const uint8_t*>(xq));
@@ -268,6 +283,9 @@ PackedKernels packed_kernels_rows_avx512(DType t) {
     case DType::Q5_0: return kernels32<DType::Q5_0>();
     case DType::Q8_0: return kernels32<DType::Q8_0>();
     case DType::Q4_K: return kquant_kernels<rows_dot_q4k<1>, rows_dot_q4k<2>, rows_dot_q4k<3>, rows_dot_q4k<4>>();
+    case DType::Q5_K:
+      return kquant_kernels<rows_dot_q4k<1, true>, rows_dot_q4k<2, true>, rows_dot_q4k<3, true>,
+                            rows_dot_q4k<4, true>>();
     case DType::Q6_K: return kquant_kernels<rows_dot_q6k<1>, rows_dot_q6k<2>, rows_dot_q6k<3>, rows_dot_q6k<4>>();
     case DType::F16: return packed_kernels_f16_rows_avx512();
     default: return {};
