@@ -106,7 +106,7 @@ TEST_P(Packed, ExactBlockDotsAndTokenInvariance) {
 
 std::vector<Case> cases() {
   std::vector<Case> v;
-  for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0}) {
     // Row lengths of 1..12 blocks, row counts around the 16-row groups, the real model widths.
     for (int64_t nb = 1; nb <= 12; ++nb) v.push_back({t, 32 * nb, 13 + 3 * nb, nb % 3 == 0 ? 9 : 2});
     v.push_back({t, 896, 37, 5});
@@ -116,7 +116,7 @@ std::vector<Case> cases() {
   v.push_back({DType::Q4_0, 896, 9001, 11});
   // Prefill-sized calls: AMX's 16-token tiles where the CPU has AMX (then the AVX-512 6-token kernel
   // and the one-token kernel for the rest), one and two blocks per row, row counts off the groups.
-  for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0}) {
     v.push_back({t, 32, 17, 80});
     v.push_back({t, 64, 33, 137});
     v.push_back({t, 896, 40, 64});
@@ -320,8 +320,8 @@ TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesBeforeTheCopy) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedGlu,
-                         ::testing::Values(DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K,
-                                           DType::F16),
+                         ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K,
+                                           DType::Q5_K, DType::Q6_K, DType::F16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // Each ISA's f16 rounding of the activations equals the scalar conversion, bit for bit.
@@ -399,6 +399,23 @@ TEST(PackedActivation, Avx512Q8_0LayoutEqualsScalar) {
       }
       for (size_t i = nb * 40; i < got.size(); ++i) ASSERT_EQ(got[i], 0xcd) << "wrote past the layout, nb " << nb;
     }
+    // Q4_1 / Q5_1: the same quants and scales, and the Q8_1 quantizer's sums (s) in place of the corrections.
+    const FromFloatFn blockwise1 = find_act_quantizer(DType::Q8_1, Isa::kAvx512);
+    ASSERT_NE(blockwise1, nullptr);
+    std::vector<BlockQ8_1> ref1(nb);
+    blockwise1(x.data(), ref1.data(), nb * 32);
+    std::vector<uint8_t> got(nb * 40 + 64, 0xcd);
+    pack_act_q8_0_avx512(x.data(), nb, 0, got.data(), true);
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int e = 0; e < 32; ++e) ASSERT_EQ(static_cast<int8_t>(got[b * 32 + e]), ref1[b].qs[e]) << "block " << b;
+      float dx, sx;
+      std::memcpy(&dx, got.data() + nb * 32 + 4 * b, 4);
+      std::memcpy(&sx, got.data() + nb * 36 + 4 * b, 4);
+      EXPECT_EQ(std::bit_cast<uint32_t>(dx), std::bit_cast<uint32_t>(f16_to_f32(ref1[b].d))) << "nb " << nb << " block " << b;
+      if (nb > 4 && b == 2) continue;  // NaN's quant saturates here, the quantizer's s sums it otherwise
+      EXPECT_EQ(std::bit_cast<uint32_t>(sx), std::bit_cast<uint32_t>(f16_to_f32(ref1[b].s))) << "nb " << nb << " block " << b;
+    }
+    for (size_t i = nb * 40; i < got.size(); ++i) ASSERT_EQ(got[i], 0xcd) << "wrote past the layout, nb " << nb;
   }
 }
 

@@ -78,6 +78,24 @@ void pack_block(const uint8_t* src, uint8_t* rec, int64_t k) {
           if ((qh >> (4 * g + j)) & 1) masks[g] |= uint64_t{1} << (4 * k + j);
       break;
     }
+    case DType::Q4_1:
+    case DType::Q5_1: {
+      using Block = std::conditional_t<t == DType::Q4_1, BlockQ4_1, BlockQ5_1>;
+      Block b;
+      std::memcpy(&b, src, sizeof b);
+      d16[k] = b.d;
+      d16[kR + k] = b.m;
+      pack_nibbles(b.qs, rec + 64, k);
+      if constexpr (t == DType::Q5_1) {  // the masks as Q5_0's
+        uint32_t qh;
+        std::memcpy(&qh, b.qh, 4);
+        auto* masks = reinterpret_cast<uint64_t*>(rec + 64 + 256);
+        for (int g = 0; g < 8; ++g)
+          for (int j = 0; j < 4; ++j)
+            if ((qh >> (4 * g + j)) & 1) masks[g] |= uint64_t{1} << (4 * k + j);
+      }
+      break;
+    }
     case DType::Q8_0: {
       BlockQ8_0 b;
       std::memcpy(&b, src, sizeof b);
@@ -170,7 +188,7 @@ void pack_groups_of(const WeightView& w, uint8_t* dst, int64_t row0, int64_t g_b
     // 3, Zen 5 VM) 0.5B Q8_0 1,294 -> 1,301 ms, Qwen3-0.6B Q8_0 1,731 -> 1,464, 0.5B Q4_K_M 1,824 ->
     // 1,577. What is left is mostly the kernel's: faulting in and zeroing the fresh pages (49% of the
     // load's samples, clear_page 20%) against 28% for this loop.
-    if (n_rows < kR || T == DType::Q5_0) std::memset(group, 0, group_bytes);
+    if (n_rows < kR || T == DType::Q5_0 || T == DType::Q5_1) std::memset(group, 0, group_bytes);
     for (int64_t k = 0; k < n_rows; ++k)
       for (int64_t b = 0; b < nb; ++b) pack_block<T>(src + k * src_row + b * src_block, group + b * rec, k);
   }
@@ -180,6 +198,8 @@ void pack_groups(const WeightView& w, uint8_t* dst, int64_t row0, int64_t g_begi
   switch (w.type) {
     case DType::Q4_0: return pack_groups_of<DType::Q4_0>(w, dst, row0, g_begin, g_end);
     case DType::Q5_0: return pack_groups_of<DType::Q5_0>(w, dst, row0, g_begin, g_end);
+    case DType::Q4_1: return pack_groups_of<DType::Q4_1>(w, dst, row0, g_begin, g_end);
+    case DType::Q5_1: return pack_groups_of<DType::Q5_1>(w, dst, row0, g_begin, g_end);
     case DType::Q8_0: return pack_groups_of<DType::Q8_0>(w, dst, row0, g_begin, g_end);
     case DType::Q4_K: return pack_groups_of<DType::Q4_K>(w, dst, row0, g_begin, g_end);
     case DType::Q5_K: return pack_groups_of<DType::Q5_K>(w, dst, row0, g_begin, g_end);
@@ -375,22 +395,35 @@ void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst) {
     }
     return;
   }
-  static const FromFloatFn quantize = best_act_quantizer(DType::Q8_0);
+  const bool with_sum = t == DType::Q4_1 || t == DType::Q5_1;
   const int shift = t == DType::Q4_0 ? 3 : t == DType::Q5_0 ? 4 : 7;
   const int64_t nb = n_in / kQK;
-  if (best_isa() == Isa::kAvx512) return pack_act_q8_0_avx512(x, nb, shift, dst);
+  if (best_isa() == Isa::kAvx512) return pack_act_q8_0_avx512(x, nb, shift, dst, with_sum);
   auto* dx = reinterpret_cast<float*>(dst + nb * kQK);
   auto* cx = reinterpret_cast<int32_t*>(dst + nb * (kQK + 4));
+  static const FromFloatFn quantize = best_act_quantizer(DType::Q8_0);
+  static const FromFloatFn quantize_1 = best_act_quantizer(DType::Q8_1);
   BlockQ8_0 tmp[16];
+  BlockQ8_1 tmp1[16];
   for (int64_t b0 = 0; b0 < nb; b0 += 16) {
     const int64_t n = std::min<int64_t>(16, nb - b0);
-    quantize(x + b0 * kQK, tmp, n * kQK);
+    if (with_sum) {
+      quantize_1(x + b0 * kQK, tmp1, n * kQK);
+    } else {
+      quantize(x + b0 * kQK, tmp, n * kQK);
+    }
     for (int64_t i = 0; i < n; ++i) {
+      const int8_t* qs = with_sum ? tmp1[i].qs : tmp[i].qs;
       int32_t sum = 0;
-      for (int e = 0; e < kQK; ++e) sum += tmp[i].qs[e];
-      std::memcpy(dst + (b0 + i) * kQK, tmp[i].qs, kQK);
-      dx[b0 + i] = f16_to_f32(tmp[i].d);
-      cx[b0 + i] = -(sum * (1 << shift));
+      for (int e = 0; e < kQK; ++e) sum += qs[e];
+      std::memcpy(dst + (b0 + i) * kQK, qs, kQK);
+      dx[b0 + i] = f16_to_f32(with_sum ? tmp1[i].d : tmp[i].d);
+      if (with_sum) {
+        const float s = f16_to_f32(tmp1[i].s);
+        std::memcpy(cx + b0 + i, &s, 4);
+      } else {
+        cx[b0 + i] = -(sum * (1 << shift));
+      }
     }
   }
 }
@@ -639,8 +672,8 @@ bool f16_copied() { return best_isa() == Isa::kAvx512; }
 bool copied_in_background(DType t) {
   if (t == DType::F16) return f16_copied();
   if (best_isa() != Isa::kAvx512 || use_amx()) return false;
-  return t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q8_0 || t == DType::Q4_K || t == DType::Q5_K ||
-         t == DType::Q6_K;
+  return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0 ||
+         t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
 }
 
 PackedKernels packed_kernels_rows(DType t) {

@@ -24,6 +24,8 @@
 //   Q4_0  [16 f16 d][4 chunks: low nibbles = group 2m, high nibbles = group 2m+1; q + 8]
 //   Q5_0  [16 f16 d][4 nibble chunks as Q4_0][8 x 64-bit masks: bit 4k+j of mask g = 5th bit of element
 //         4g+j of row k]; q + 16
+//   Q4_1  [16 f16 d][16 f16 m][4 nibble chunks as Q4_0]; q as is
+//   Q5_1  [16 f16 d][16 f16 m][4 nibble chunks][8 masks as Q5_0]; q as is
 //   Q8_0  [16 f16 d][8 chunks, group j, as unsigned q + 128]
 //   Q4_K  [16 f16 d][16 f16 dmin][8 x 16 u8 scales, [sub-block][row]][4 x 16 x 2 u8 mins, [pair][row][2]]
 //         [32 chunks (i, c) = 8i + c: low nibbles = sub-block 2i group c, high = sub-block 2i+1 group c]
@@ -36,7 +38,8 @@
 //         sequential: measured 1.7x faster from DRAM than separate ql / qh regions.)
 // Activations for a packed product are converted per token row:
 //   32-element types: [nb * 32 int8 quants (ggml's Q8_0 qs, in order)][nb f32 scales][nb int32:
-//   -off * sum of the block's quants], off = 8 (Q4_0), 16 (Q5_0), 128 (Q8_0);
+//   -off * sum of the block's quants], off = 8 (Q4_0), 16 (Q5_0), 128 (Q8_0); for Q4_1 / Q5_1 the last
+//   array holds f32 block sums instead, ggml's Q8_1 s (f16(d * sum of the quants), widened);
 //   K-quants: [nb ggml Q8_K blocks][nb x 16 int32: Q4_K and Q5_K the 32-element sums of sub-blocks (2i,
 //   2i+1) as two int16 (i < 4), Q6_K -32 * the 16-element sums].
 // The quants and scales are exactly ggml's activation quantization (same converters), and every block's
@@ -74,6 +77,8 @@ constexpr int64_t packed_record_bytes(DType t) {
   switch (t) {
     case DType::Q4_0: return 32 + 256;
     case DType::Q5_0: return 32 + 256 + 64;
+    case DType::Q4_1: return 64 + 256;
+    case DType::Q5_1: return 64 + 256 + 64;
     case DType::Q8_0: return 32 + 512;
     case DType::Q4_K: return 64 + 256 + 2048;
     case DType::Q5_K: return 64 + 256 + 2048 + 512;
@@ -108,9 +113,10 @@ void packed_get_row(const WeightView& w, int64_t row, float* dst);
 
 // Converts one f32 activation row (n_in elements) into the packed activation layout for weights of type t.
 void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst);
-// Its 32-element layout (Q4_0, Q5_0, Q8_0: nb blocks' quants, their f32 scales, their -sum x 2^shift
-// corrections) on AVX-512, byte for byte what the Q8_0 quantizer and the scalar loop give.
-void pack_act_q8_0_avx512(const float* x, int64_t nb, int shift, uint8_t* dst);
+// Its 32-element layout (nb blocks' quants, their f32 scales, then their -sum x 2^shift corrections, or
+// with_sum (Q4_1, Q5_1) the Q8_1 sums) on AVX-512, byte for byte what the Q8_0 / Q8_1 quantizers and the
+// scalar loop give.
+void pack_act_q8_0_avx512(const float* x, int64_t nb, int shift, uint8_t* dst, bool with_sum = false);
 
 // Owns packed copies of weights (64-byte aligned). add() returns the packed view of w when
 // can_pack(w), else w itself; for F16 the packed view shares w's data. Where copied_in_background(type)
@@ -256,6 +262,12 @@ inline int32_t act32_correction(const uint8_t* x, int64_t nb, int64_t b) {
   int32_t c;
   std::memcpy(&c, x + nb * 36 + 4 * b, 4);
   return c;
+}
+// Q4_1 / Q5_1: block b's sum (Q8_1's s) in place of the correction.
+inline float act32_sum(const uint8_t* x, int64_t nb, int64_t b) {
+  float s;
+  std::memcpy(&s, x + nb * 36 + 4 * b, 4);
+  return s;
 }
 // AMX takes tiles of 16 tokens, in products of at least kAmxTokens tokens (fewer stay on VNNI).
 inline constexpr int kAmxTileTokens = 16;

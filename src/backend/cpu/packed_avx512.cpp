@@ -15,6 +15,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
@@ -53,11 +54,11 @@ inline void prefetch(const uint8_t* p, int64_t n) {
   for (int64_t l = 0; l < n; l += 64) _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
 }
 
-// ---- 32-element blocks: Q4_0, Q5_0, Q8_0 ----
+// ---- 32-element blocks: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 ----
 
 template <DType T>
 inline void decode32(const uint8_t* rec, __m512i w[8]) {
-  const uint8_t* q = rec + 32;
+  const uint8_t* q = rec + kQuantsAt<T>;
   if constexpr (T == DType::Q8_0) {
     IGNIS_UNROLL for (int j = 0; j < 8; ++j) w[j] = _mm512_loadu_si512(q + 64 * j);
   } else {
@@ -67,11 +68,11 @@ inline void decode32(const uint8_t* rec, __m512i w[8]) {
       w[2 * m] = _mm512_and_si512(c, m0f);
       w[2 * m + 1] = _mm512_and_si512(_mm512_srli_epi16(c, 4), m0f);
     }
-    if constexpr (T == DType::Q5_0) {
+    if constexpr (kFifthBit<T>) {
       const __m512i b4 = _mm512_set1_epi8(0x10);
       IGNIS_UNROLL for (int g = 0; g < 8; ++g) {
         __mmask64 mk;
-        std::memcpy(&mk, rec + 32 + 256 + 8 * g, 8);
+        std::memcpy(&mk, q + 256 + 8 * g, 8);
         w[g] = _mm512_mask_add_epi8(w[g], mk, w[g], b4);  // nibble + 16 = nibble | 16 where the bit is set
       }
     }
@@ -95,13 +96,18 @@ void packed_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t, fl
     int32_t cx;
     std::memcpy(&dx, x + x_d + 4 * b, 4);
     std::memcpy(&cx, x + x_c + 4 * b, 4);
-    __m512i i0 = _mm512_set1_epi32(cx), i1 = _mm512_setzero_si512();
+    __m512i i0 = _mm512_set1_epi32(kHasMin<T> ? 0 : cx), i1 = _mm512_setzero_si512();
     IGNIS_UNROLL for (int j = 0; j < 8; j += 2) {
       i0 = dpbusd_bcast(i0, w[j], xq + 4 * j);
       i1 = dpbusd_bcast(i1, w[j + 1], xq + 4 * j + 4);
     }
     i0 = _mm512_add_epi32(i0, i1);
-    acc = scale_add(acc, i0, dw, dx);
+    if constexpr (kHasMin<T>) {
+      const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 32)));
+      acc = scale_add_min(acc, i0, dw, dx, mw, std::bit_cast<float>(cx));
+    } else {
+      acc = scale_add(acc, i0, dw, dx);
+    }
   }
   store_rows(out, n_rows, acc);
 }
@@ -127,7 +133,7 @@ void packed_dot32_rg(int64_t nb, const uint8_t* group, size_t group_bytes, const
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
       int32_t cx;
       std::memcpy(&cx, x + t * x_stride + x_c + 4 * b, 4);
-      const __m512i c = _mm512_set1_epi32(cx);
+      const __m512i c = _mm512_set1_epi32(kHasMin<T> ? 0 : cx);
       IGNIS_UNROLL for (int g = 0; g < G; ++g) ia[g][t] = c;
     }
     IGNIS_UNROLL for (int j = 0; j < 8; ++j) {
@@ -136,11 +142,11 @@ void packed_dot32_rg(int64_t nb, const uint8_t* group, size_t group_bytes, const
         if constexpr (T == DType::Q8_0) {
           w[g] = _mm512_loadu_si512(rec[g] + 32 + 64 * j);
         } else {
-          const __m512i c = _mm512_loadu_si512(rec[g] + 32 + 64 * (j / 2));
+          const __m512i c = _mm512_loadu_si512(rec[g] + kQuantsAt<T> + 64 * (j / 2));
           w[g] = (j % 2 == 0) ? _mm512_and_si512(c, m0f) : _mm512_and_si512(_mm512_srli_epi16(c, 4), m0f);
-          if constexpr (T == DType::Q5_0) {
+          if constexpr (kFifthBit<T>) {
             __mmask64 mk;
-            std::memcpy(&mk, rec[g] + 32 + 256 + 8 * j, 8);
+            std::memcpy(&mk, rec[g] + kQuantsAt<T> + 256 + 8 * j, 8);
             w[g] = _mm512_mask_add_epi8(w[g], mk, w[g], _mm512_set1_epi8(0x10));
           }
         }
@@ -154,11 +160,19 @@ void packed_dot32_rg(int64_t nb, const uint8_t* group, size_t group_bytes, const
     }
     __m512 dw[G];
     IGNIS_UNROLL for (int g = 0; g < G; ++g) dw[g] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec[g])));
+    __m512 mw[G];
+    if constexpr (kHasMin<T>)
+      IGNIS_UNROLL for (int g = 0; g < G; ++g) mw[g] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec[g] + 32)));
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
       float dx;
       std::memcpy(&dx, x + t * x_stride + x_d + 4 * b, 4);
-      IGNIS_UNROLL for (int g = 0; g < G; ++g)
-        acc[g][t] = scale_add(acc[g][t], ia[g][t], dw[g], dx);
+      IGNIS_UNROLL for (int g = 0; g < G; ++g) {
+        if constexpr (kHasMin<T>) {
+          acc[g][t] = scale_add_min(acc[g][t], ia[g][t], dw[g], dx, mw[g], act32_sum(x + t * x_stride, nb, b));
+        } else {
+          acc[g][t] = scale_add(acc[g][t], ia[g][t], dw[g], dx);
+        }
+      }
     }
   }
   IGNIS_UNROLL for (int g = 0; g < G; ++g) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
@@ -485,6 +499,8 @@ PackedKernels packed_kernels_avx512(DType t) {
   switch (t) {
     case DType::Q4_0: return k32.template operator()<DType::Q4_0>();
     case DType::Q5_0: return k32.template operator()<DType::Q5_0>();
+    case DType::Q4_1: return k32.template operator()<DType::Q4_1>();
+    case DType::Q5_1: return k32.template operator()<DType::Q5_1>();
     case DType::Q8_0: return k32.template operator()<DType::Q8_0>();
     case DType::Q4_K: return kquant_kernels<packed_dot_q4k<1>, packed_dot_q4k<2>, packed_dot_q4k<3>, packed_dot_q4k<4>>();
     case DType::Q5_K:
@@ -498,7 +514,7 @@ PackedKernels packed_kernels_avx512(DType t) {
 
 PackedKernels packed_kernels_f16_rows_avx512() { return f16_kernels<false>(); }
 
-void pack_act_q8_0_avx512(const float* x, int64_t nb, int shift, uint8_t* dst) {
+void pack_act_q8_0_avx512(const float* x, int64_t nb, int shift, uint8_t* dst, bool with_sum) {
   // NOTE: the per-block quantizer and pack_activation's scalar loop around it (the bytes' sum, copies
   // through a temporary) were 3.5% and 1.6% of Qwen2.5-0.5B Q4_0 pp512 at one thread on a 2-core Xeon
   // (perf record). Here 16 blocks at a time: one vector of their 16 maxima (reduce16), the scales and
@@ -549,7 +565,12 @@ void pack_act_q8_0_avx512(const float* x, int64_t nb, int shift, uint8_t* dst) {
       sums[k] = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_max_epi32(q0, lo8), _mm512_max_epi32(q1, lo8)));
     }
     const __m512i sum = _mm512_castps_si512(reduce16(sums, add_op));
-    _mm512_mask_storeu_epi32(cx + b0, live, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, shift)));
+    if (with_sum) {  // Q8_1's s: f16(sum * d), d the unrounded scale
+      const __m512 sd = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), d);
+      _mm512_mask_storeu_ps(cx + b0, live, _mm512_cvtph_ps(_mm512_cvtps_ph(sd, _MM_FROUND_TO_NEAREST_INT)));
+    } else {
+      _mm512_mask_storeu_epi32(cx + b0, live, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, shift)));
+    }
   }
 }
 

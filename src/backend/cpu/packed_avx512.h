@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "core/dtype.h"
 #include "core/quant_blocks.h"
 
 namespace ignis::cpu {
@@ -38,6 +39,18 @@ inline void store_rows(float* out, int n_rows, __m512 v) {
 inline __m512 scale_add(__m512 acc, __m512i dots, __m512 dw, float dx) {
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(dw, _mm512_set1_ps(dx)), acc);
 }
+// Q4_1 / Q5_1: the scaled dots, then the rows' mins mw times the token's block sum sx (Q8_1's s).
+inline __m512 scale_add_min(__m512 acc, __m512i dots, __m512 dw, float dx, __m512 mw, float sx) {
+  return _mm512_fmadd_ps(mw, _mm512_set1_ps(sx), scale_add(acc, dots, dw, dx));
+}
+// The 32-element types' record traits (packed.h): a min per row (Q4_1, Q5_1), 5th-bit masks (Q5_0,
+// Q5_1), and where the quant chunks start (after the f16 scales, and the mins).
+template <DType T>
+constexpr bool kHasMin = T == DType::Q4_1 || T == DType::Q5_1;
+template <DType T>
+constexpr bool kFifthBit = T == DType::Q5_0 || T == DType::Q5_1;
+template <DType T>
+constexpr int64_t kQuantsAt = kHasMin<T> ? 64 : 32;
 // Q4_K: the scaled dots, then the mins' sums times dmin.
 inline __m512 scale_add_q4k(__m512 acc, __m512i isum, __m512i msum, __m512 d, __m512 dmin, float dx) {
   const __m512 vdx = _mm512_set1_ps(dx);

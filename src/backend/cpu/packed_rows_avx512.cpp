@@ -1,5 +1,5 @@
-// AVX-512 VNNI kernels on ggml's rows in place, for the packed types (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K) while
-// PackedStore makes their packed copy in the background (copied_in_background, packed.h).
+// AVX-512 VNNI kernels on ggml's rows in place, for the packed types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K,
+// Q6_K) while PackedStore makes their packed copy in the background (copied_in_background, packed.h).
 //
 // A "group" here is 16 consecutive rows of ggml blocks. Per block (super-block) the kernels build, in
 // registers, exactly the vectors the packed kernels load from a record: for every 4-element group
@@ -86,10 +86,23 @@ struct Rows {
 // ---- 32-element blocks: the 8 element groups' chunks (decode32's) and the rows' scales ----
 
 template <DType T>
-constexpr size_t kBlockBytes = T == DType::Q4_0 ? sizeof(BlockQ4_0) : T == DType::Q5_0 ? sizeof(BlockQ5_0) : sizeof(BlockQ8_0);
-
+constexpr size_t kBlockBytes = T == DType::Q4_0   ? sizeof(BlockQ4_0)
+                               : T == DType::Q4_1 ? sizeof(BlockQ4_1)
+                               : T == DType::Q5_0 ? sizeof(BlockQ5_0)
+                               : T == DType::Q5_1 ? sizeof(BlockQ5_1)
+                                                  : sizeof(BlockQ8_0);
+// Where a block's qs (and Q5_0 / Q5_1's qh) start.
 template <DType T>
-inline __m512 rows_block32(const Rows& rows, int64_t b, __m512i w[8]) {
+constexpr size_t kQsAt = T == DType::Q4_0 ? offsetof(BlockQ4_0, qs)
+                         : T == DType::Q4_1 ? offsetof(BlockQ4_1, qs)
+                         : T == DType::Q5_0 ? offsetof(BlockQ5_0, qs)
+                                            : offsetof(BlockQ5_1, qs);
+template <DType T>
+constexpr size_t kQhAt = T == DType::Q5_0 ? offsetof(BlockQ5_0, qh) : offsetof(BlockQ5_1, qh);
+
+// Returns the rows' scales; Q4_1 / Q5_1 also their mins in *mw.
+template <DType T>
+inline __m512 rows_block32(const Rows& rows, int64_t b, __m512i w[8], __m512* mw = nullptr) {
   const size_t at = static_cast<size_t>(b) * kBlockBytes<T>;
   if constexpr (T == DType::Q8_0) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));  // q + 128
@@ -100,22 +113,23 @@ inline __m512 rows_block32(const Rows& rows, int64_t b, __m512i w[8]) {
     // qs byte i: element i (low nibble), element i + 16 (high): dword c holds groups c and c + 4.
     const __m512i m0f = _mm512_set1_epi8(0x0f);
     __m512i u[4];
-    rows.t4(at + (T == DType::Q5_0 ? 6 : 2), u);
+    rows.t4(at + kQsAt<T>, u);
     IGNIS_UNROLL for (int c = 0; c < 4; ++c) {
       w[c] = _mm512_and_si512(u[c], m0f);
       w[c + 4] = _mm512_and_si512(_mm512_srli_epi16(u[c], 4), m0f);
     }
-    if constexpr (T == DType::Q5_0) {
+    if constexpr (kFifthBit<T>) {
       // Bit 4g + j of qh: the 5th bit of element 4g + j, to bit 4 of byte j (a 16-entry table).
       alignas(64) static constexpr uint32_t kSpread[16] = {
           0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010, 0x00101000, 0x00101010,
           0x10000000, 0x10000010, 0x10001000, 0x10001010, 0x10100000, 0x10100010, 0x10101000, 0x10101010};
       const __m512i spread = _mm512_load_si512(kSpread), m4 = _mm512_set1_epi32(0xf);
-      const __m512i qh = rows.gather32(at + 2);
+      const __m512i qh = rows.gather32(at + kQhAt<T>);
       IGNIS_UNROLL for (int g = 0; g < 8; ++g)
         w[g] = _mm512_or_si512(w[g], _mm512_permutexvar_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 4 * g), m4), spread));
     }
   }
+  if constexpr (kHasMin<T>) *mw = rows.f16s(at, true);  // d and m: the block's first dword
   return rows.f16s(at);
 }
 
@@ -129,12 +143,17 @@ void rows_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_str
   for (int64_t b = 0; b < nb; ++b) {
     rows.prefetch_next(b);
     __m512i w[8];
-    const __m512 dw = rows_block32<T>(rows, b, w);
+    __m512 mw;
+    const __m512 dw = rows_block32<T>(rows, b, w, &mw);
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
       const uint8_t* xt = x + t * x_stride;
-      __m512i i0 = _mm512_set1_epi32(act32_correction(xt, nb, b));
+      __m512i i0 = _mm512_set1_epi32(kHasMin<T> ? 0 : act32_correction(xt, nb, b));
       IGNIS_UNROLL for (int j = 0; j < 8; ++j) i0 = dpbusd_bcast(i0, w[j], xt + b * 32 + 4 * j);
-      acc[t] = scale_add(acc[t], i0, dw, act32_scale(xt, nb, b));
+      if constexpr (kHasMin<T>) {
+        acc[t] = scale_add_min(acc[t], i0, dw, act32_scale(xt, nb, b), mw, act32_sum(xt, nb, b));
+      } else {
+        acc[t] = scale_add(acc[t], i0, dw, act32_scale(xt, nb, b));
+      }
     }
   }
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
@@ -281,6 +300,8 @@ PackedKernels packed_kernels_rows_avx512(DType t) {
   switch (t) {
     case DType::Q4_0: return kernels32<DType::Q4_0>();
     case DType::Q5_0: return kernels32<DType::Q5_0>();
+    case DType::Q4_1: return kernels32<DType::Q4_1>();
+    case DType::Q5_1: return kernels32<DType::Q5_1>();
     case DType::Q8_0: return kernels32<DType::Q8_0>();
     case DType::Q4_K: return kquant_kernels<rows_dot_q4k<1>, rows_dot_q4k<2>, rows_dot_q4k<3>, rows_dot_q4k<4>>();
     case DType::Q5_K:
