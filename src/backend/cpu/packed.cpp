@@ -51,6 +51,16 @@ void pack_nibbles(const uint8_t* qs, uint8_t* chunks, int64_t k) {
   store32(lane(chunks, 3, k), ((w2 >> 4) & kLo) | (((w3 >> 4) & kLo) << 4));
 }
 
+// Q5_0 / Q5_1: or-s row k's 5th bits (ggml's qh) into the record's 8 masks at `at`: bit 4k + j of mask g
+// = 5th bit of element 4g + j (the masks start zeroed).
+void pack_fifth_bits(const uint8_t qh_bytes[4], uint8_t* at, int64_t k) {
+  const uint32_t qh = load32(qh_bytes);
+  auto* masks = reinterpret_cast<uint64_t*>(at);
+  for (int g = 0; g < 8; ++g)
+    for (int j = 0; j < 4; ++j)
+      if ((qh >> (4 * g + j)) & 1) masks[g] |= uint64_t{1} << (4 * k + j);
+}
+
 // Writes row k's block `src` (ggml layout) into the record `rec` of its row group (the type a template
 // argument, so that pack_groups' loop over a row's blocks has no switch in it).
 template <DType t>
@@ -68,14 +78,8 @@ void pack_block(const uint8_t* src, uint8_t* rec, int64_t k) {
       BlockQ5_0 b;
       std::memcpy(&b, src, sizeof b);
       d16[k] = b.d;
-      uint32_t qh;
-      std::memcpy(&qh, b.qh, 4);
       pack_nibbles(b.qs, rec + 32, k);
-      // Mask of element group g (elements 4g..4g+3): bit 4k + j = 5th bit of element 4g + j of row k.
-      auto* masks = reinterpret_cast<uint64_t*>(rec + 32 + 256);
-      for (int g = 0; g < 8; ++g)
-        for (int j = 0; j < 4; ++j)
-          if ((qh >> (4 * g + j)) & 1) masks[g] |= uint64_t{1} << (4 * k + j);
+      pack_fifth_bits(b.qh, rec + 32 + 256, k);
       break;
     }
     case DType::Q4_1:
@@ -86,14 +90,7 @@ void pack_block(const uint8_t* src, uint8_t* rec, int64_t k) {
       d16[k] = b.d;
       d16[kR + k] = b.m;
       pack_nibbles(b.qs, rec + 64, k);
-      if constexpr (t == DType::Q5_1) {  // the masks as Q5_0's
-        uint32_t qh;
-        std::memcpy(&qh, b.qh, 4);
-        auto* masks = reinterpret_cast<uint64_t*>(rec + 64 + 256);
-        for (int g = 0; g < 8; ++g)
-          for (int j = 0; j < 4; ++j)
-            if ((qh >> (4 * g + j)) & 1) masks[g] |= uint64_t{1} << (4 * k + j);
-      }
+      if constexpr (t == DType::Q5_1) pack_fifth_bits(b.qh, rec + 64 + 256, k);
       break;
     }
     case DType::Q8_0: {
