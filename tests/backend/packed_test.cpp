@@ -141,6 +141,14 @@ std::vector<Case> cases() {
   v.push_back({DType::F16, 37, 18, 67});
   v.push_back({DType::F16, 4864, 17, 64});
   v.push_back({DType::F16, 64, 33, 49});
+  // BF16 (vdpbf16ps on element pairs, AVX-512 only): steps of 32 cut by the row end at odd and even
+  // lengths, blocked rows, tokens left over, fewer tokens than a group, the output head's slice.
+  for (int64_t n : {32, 37, 100, 896}) v.push_back({DType::BF16, n, 21, n == 100 ? 9 : 7});
+  v.push_back({DType::BF16, 4864, 16, 7});
+  v.push_back({DType::BF16, 2100, 21, 9});
+  v.push_back({DType::BF16, 100, 21, 5});
+  v.push_back({DType::BF16, 64, 33, 49});
+  v.push_back({DType::BF16, 896, 9001, 3});
   for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     for (int64_t nb = 1; nb <= 3; ++nb) v.push_back({t, 256 * nb, 5 + 11 * nb, nb == 2 ? 9 : 2});
     v.push_back({t, 1536, 32, 6});
@@ -235,7 +243,7 @@ TEST_P(PackedFused, EqualsSeparateProductsAndRefusesMisfits) {
   EXPECT_EQ(store.add_fused(mixed).data, nullptr);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, PackedFused, ::testing::Values(DType::Q4_0, DType::F16),
+INSTANTIATE_TEST_SUITE_P(Types, PackedFused, ::testing::Values(DType::Q4_0, DType::F16, DType::BF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 class PackedGlu : public ::testing::TestWithParam<DType> {};
@@ -268,7 +276,7 @@ TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesBeforeTheCopy) {
   ThreadPool pool(2);
   const char* env = std::getenv("IGNIS_AMX");
   const bool amx = best_isa() == Isa::kAvx512 && amx_supported() && !(env && std::string(env) == "0") &&
-                   (type != DType::F16 || f16_on_amx());
+                   packed_kernels(type).dott != nullptr;
   std::vector<float> gb(h), ub(h);
   for (auto& v : gb) v = g(rng);
   for (auto& v : ub) v = g(rng);
@@ -321,7 +329,7 @@ TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesBeforeTheCopy) {
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedGlu,
                          ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K,
-                                           DType::Q5_K, DType::Q6_K, DType::F16),
+                                           DType::Q5_K, DType::Q6_K, DType::F16, DType::BF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // Each ISA's f16 rounding of the activations equals the scalar conversion, bit for bit.
@@ -357,6 +365,28 @@ TEST(PackedF16, Avx2ActivationRoundingEqualsScalarConversion) {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) GTEST_SKIP() << "no AVX2 / F16C";
   expect_rounding_equals_scalar(f16_round_avx2);
+}
+
+// The AVX-512 bf16 rounding of BF16 products' activations equals the scalar conversion (f32_to_bf16,
+// ggml's) bit for bit, ties, subnormals, NaN and the overflow edge included, and zero-fills the padding.
+TEST(PackedBf16, ActivationRoundingEqualsScalarConversion) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw")) GTEST_SKIP() << "no AVX-512";
+  std::mt19937 rng(3);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> x;
+  for (int i = 0; i < 997; ++i) x.push_back(g(rng) * std::pow(10.0f, static_cast<float>(i % 13 - 8)));
+  for (uint32_t bits : {0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0x7f7f8000u, 0x00008000u, 0x00018000u,
+                        0x80000001u, 0x7fc00000u, 0x7f800001u, 0xff812345u, 0x7f800000u, 0xff800000u, 0x80000000u})
+    x.push_back(std::bit_cast<float>(bits));
+  for (int64_t n : {int64_t{1}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{40}, static_cast<int64_t>(x.size())}) {
+    const int64_t padded = (n + 31) / 32 * 32;
+    std::vector<uint16_t> y(padded + 8, 0xabcd);
+    bf16_round_avx512(x.data(), y.data(), n, padded);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], f32_to_bf16(x[i])) << std::bit_cast<uint32_t>(x[i]);
+    for (int64_t i = n; i < padded; ++i) ASSERT_EQ(y[i], 0) << "padding at " << i;
+    for (size_t i = padded; i < y.size(); ++i) ASSERT_EQ(y[i], 0xabcd) << "wrote past the padding, n = " << n;
+  }
 }
 
 // The AVX-512 packer of the 32-element activation layout (packed.h) gives, byte for byte, what the
@@ -424,8 +454,9 @@ TEST(PackedActivation, Avx512Q8_0LayoutEqualsScalar) {
 TEST(PackedRows, ReadBackEqualsTheUnpackedRows) {
   std::mt19937 rng(3);
   std::normal_distribution<float> g(0.0f, 1.0f);
-  for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::F16}) {
-    const int64_t n_in = t == DType::F16 ? 100 : 96, n_out = 37;  // (F16: a partial step in its copy)
+  for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::F16, DType::BF16}) {
+    // (F16, BF16: a partial step in the copy)
+    const int64_t n_in = t == DType::F16 || t == DType::BF16 ? 100 : 96, n_out = 37;
     if (!can_pack(WeightView{t, reinterpret_cast<const void*>(16), n_in, n_out})) GTEST_SKIP() << "no packed kernels";
     std::vector<float> wf(n_in * n_out);
     for (auto& v : wf) v = g(rng);

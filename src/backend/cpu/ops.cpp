@@ -280,8 +280,8 @@ bool matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
   }
   const PackedKernels k = in_rows ? packed_kernels_rows(w.type) : packed_kernels(w.type);
   if (!k.dot1) fail("matmul: packed {} weight but no packed kernel on this CPU", dtype_name(w.type));
-  const bool f16 = w.type == DType::F16;
-  const int64_t nb = f16 ? w.n_in : w.n_in / dtype_traits(w.type)->block_size;
+  const bool by_element = w.type == DType::F16 || w.type == DType::BF16;  // the float kernels take n_in
+  const int64_t nb = by_element ? w.n_in : w.n_in / dtype_traits(w.type)->block_size;
   const size_t act_row = packed_act_row_bytes(w.type, w.n_in);
   // AMX prefill: for the 32-element types the activations' scales also go to a block-major table (the
   // K-quant kernels read each row's super-block scales themselves).

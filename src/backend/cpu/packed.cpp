@@ -274,15 +274,16 @@ void unpack_block(DType t, const uint8_t* rec, int64_t k, uint8_t* dst) {
 
 }  // namespace
 
-void pack_f16_il_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin, int64_t g_end) {
+namespace {
+template <int64_t kStep>
+void pack_il_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin, int64_t g_end) {
   // Row by row: each source row is read front to back, its steps written 16 steps apart into the group
   // (fixed-size copies the compiler inlines; the former per-step memcpy calls made Qwen2.5-0.5B's 1 GB
   // copy take 1.4-2.6 s).
-  constexpr int64_t kStep = kF16CopyStep;
   const int64_t full = n_in / kStep;
   auto* d = reinterpret_cast<uint16_t*>(dst);
   for (int64_t row = g_begin * kR; row < g_end * kR; ++row) {
-    uint16_t* o = d + f16_copy_index(row, 0, n_in);
+    uint16_t* o = d + float_copy_index(kStep, row, 0, n_in);
     const int64_t copied = row < n_out ? full : 0;  // rows past n_out: zero
     const uint16_t* src = row < n_out ? w + row * n_in : nullptr;
     for (int64_t s = 0; s < copied; ++s) std::memcpy(o + s * kR * kStep, src + s * kStep, kStep * 2);
@@ -293,6 +294,14 @@ void pack_f16_il_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t*
     }
   }
 }
+bool is_float(DType t) { return t == DType::F16 || t == DType::BF16; }
+}  // namespace
+
+void pack_float_il_groups(DType t, const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin,
+                          int64_t g_end) {
+  if (t == DType::BF16) return pack_il_groups<kBf16CopyStep>(w, n_in, n_out, dst, g_begin, g_end);
+  pack_il_groups<kF16CopyStep>(w, n_in, n_out, dst, g_begin, g_end);
+}
 
 size_t packed_group_bytes(DType t, int64_t n_in) {
   if (t == DType::F16) {  // 1 KB chunks of 32 elements on AMX, steps of 16 elements of 16 rows, or ggml's rows
@@ -300,18 +309,20 @@ size_t packed_group_bytes(DType t, int64_t n_in) {
     if (f16_copied()) return static_cast<size_t>((n_in + kF16CopyStep - 1) / kF16CopyStep) * kF16CopyStep * 2 * kR;
     return static_cast<size_t>(n_in) * 2 * kR;
   }
+  if (t == DType::BF16) return static_cast<size_t>((n_in + kBf16CopyStep - 1) / kBf16CopyStep) * kBf16CopyStep * 2 * kR;
   return static_cast<size_t>(n_in / block_elems(t)) * static_cast<size_t>(packed_record_bytes(t));
 }
 
 size_t packed_act_row_bytes(DType t, int64_t n_in) {
   if (t == DType::F16) return static_cast<size_t>(f16_on_amx() ? (n_in + 31) / 32 * 32 : n_in) * sizeof(float);
+  if (t == DType::BF16) return static_cast<size_t>((n_in + kBf16CopyStep - 1) / kBf16CopyStep * kBf16CopyStep) * 2;
   if (block_elems(t) == kQKK) return static_cast<size_t>(n_in / kQKK) * (sizeof(BlockQ8_K) + 64);
   return static_cast<size_t>(n_in / kQK) * (kQK + 8);
 }
 
 bool can_pack(const WeightView& w) {
   if (w.packed || !w.data || w.n_in <= 0 || w.n_out <= 0) return false;
-  if (w.type == DType::F16) return packed_kernels(w.type).dot1 != nullptr;
+  if (is_float(w.type)) return packed_kernels(w.type).dot1 != nullptr;
   if (packed_record_bytes(w.type) == 0) return false;
   if (w.n_in % block_elems(w.type) != 0) return false;
   return packed_kernels(w.type).dot1 != nullptr;
@@ -324,20 +335,24 @@ size_t packed_bytes(const WeightView& w) {
 
 void pack_weight(const WeightView& w, uint8_t* dst) { pack_rows(w, dst, 0); }
 
-bool packed_rows_readable(DType t) { return t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q8_0 || t == DType::F16; }
+bool packed_rows_readable(DType t) {
+  return t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q8_0 || is_float(t);
+}
 
 void packed_get_row(const WeightView& w, int64_t row, float* dst) {
   if (!packed_rows_readable(w.type)) fail("get_row: packed {} rows cannot be read back", dtype_name(w.type));
   const DTypeTraits* tr = dtype_traits(w.type);
-  if (w.type == DType::F16) {  // the copy off AMX once it exists (pack_f16_il_groups), else ggml's rows
-    const void* copy = w.repacked && !f16_on_amx() ? w.repacked->load(std::memory_order_acquire) : nullptr;
+  if (is_float(w.type)) {  // the copy (F16: off AMX) once it exists (pack_float_il_groups), else ggml's rows
+    const bool amx = w.type == DType::F16 && f16_on_amx();
+    const void* copy = w.repacked && !amx ? w.repacked->load(std::memory_order_acquire) : nullptr;
     if (!copy) {
       tr->to_float(static_cast<const uint8_t*>(w.data) + row_bytes(w.type, w.n_in) * static_cast<size_t>(row), dst, w.n_in);
       return;
     }
-    for (int64_t i = 0; i < w.n_in; i += kF16CopyStep)
-      tr->to_float(static_cast<const uint16_t*>(copy) + f16_copy_index(row, i, w.n_in), dst + i,
-                   std::min(kF16CopyStep, w.n_in - i));
+    const int64_t step = float_copy_step(w.type);
+    for (int64_t i = 0; i < w.n_in; i += step)
+      tr->to_float(static_cast<const uint16_t*>(copy) + float_copy_index(step, row, i, w.n_in), dst + i,
+                   std::min(step, w.n_in - i));
     return;
   }
   const void* packed = w.data;
@@ -370,6 +385,8 @@ void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst) {
     }
     return;
   }
+  if (t == DType::BF16)  // ggml's vec_dot_type (packed BF16 exists only where the AVX-512 kernels run)
+    return bf16_round_avx512(x, reinterpret_cast<uint16_t*>(dst), n_in, (n_in + kBf16CopyStep - 1) / kBf16CopyStep * kBf16CopyStep);
   if (block_elems(t) == kQKK) {
     static const FromFloatFn quantize_k = best_act_quantizer(DType::Q8_K);
     const int64_t nsb = n_in / kQKK;
@@ -538,12 +555,12 @@ void PackedStore::pack_slice(const Job& job, int64_t g0, int64_t g1) {
     if (a < b) {
       const auto* src = static_cast<const uint16_t*>(p.data);
       uint8_t* part = job.dst + first * group_bytes;
-      if (p.type != DType::F16)
+      if (!is_float(p.type))
         pack_groups(p, job.dst, row0, a, b);
-      else if (f16_on_amx())
+      else if (p.type == DType::F16 && f16_on_amx())
         pack_f16_amx_groups(src, p.n_in, p.n_out, part, a, b);
       else
-        pack_f16_il_groups(src, p.n_in, p.n_out, part, a, b);
+        pack_float_il_groups(p.type, src, p.n_in, p.n_out, part, a, b);
       if (on_repacked_) {  // the slice's rows, read again only by products until the copy is published
         const size_t rb = row_bytes(p.type, p.n_in);
         const int64_t r0 = a * kR, r1 = std::min(p.n_out, b * kR);
@@ -613,7 +630,7 @@ const float* PackedStore::copy_floats(const float* src, int64_t n) {
 WeightView PackedStore::add(const WeightView& w) {
   if (!can_pack(w)) return w;
   WeightView v = w;
-  if (copied_in_background(w.type) || w.type == DType::F16) {  // the rows until the copy exists
+  if (copied_in_background(w.type) || w.type == DType::F16) {  // the rows until the copy exists (F16: or for good)
     v.packed = true;
     if (copied_in_background(w.type)) repack_later(v, {});  // the copy comes from the background
     return v;
@@ -668,6 +685,7 @@ bool f16_copied() { return best_isa() == Isa::kAvx512; }
 
 bool copied_in_background(DType t) {
   if (t == DType::F16) return f16_copied();
+  if (t == DType::BF16) return best_isa() == Isa::kAvx512;
   if (best_isa() != Isa::kAvx512 || use_amx()) return false;
   return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0 ||
          t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
@@ -679,7 +697,7 @@ PackedKernels packed_kernels_rows(DType t) {
 }
 
 PackedKernels packed_kernels_f16_rows() {
-  return f16_on_amx() ? packed_kernels_f16_amx(true) : packed_kernels_f16_rows_avx512();
+  return f16_on_amx() ? packed_kernels_f16_amx(true) : packed_kernels_float_avx512(DType::F16, true);
 }
 
 PackedKernels packed_kernels(DType t) {

@@ -10,7 +10,8 @@
 // no horizontal sums, for any row length.
 //
 // F16 weights are copied in the background after load (f16_copied), into a layout of their own; until
-// the copy exists the products read ggml's rows in place. On AVX-512 without AMX the quantized types'
+// the copy exists the products read ggml's rows in place. BF16 likewise on AVX-512 (the same layout in
+// steps of 32 elements), against bf16 activations (ggml's vec_dot_type) with vdpbf16ps. On AVX-512 without AMX the quantized types'
 // packed copies are made in the background too (copied_in_background), their kernels on ggml's rows
 // (packed_rows_avx512.cpp) serving the products meanwhile with the same bits. The packed kernel (except on AMX-BF16, below:
 // f16_on_amx) takes f32 activations that hold the f16-rounded values (what ggml-cpu multiplies with),
@@ -70,6 +71,9 @@ namespace ignis::cpu {
 
 inline constexpr int64_t kPackRows = 16;  // rows per interleaved group
 inline constexpr int64_t kF16CopyStep = 16;  // F16 copy off AMX: elements per row per step (f16_copied)
+inline constexpr int64_t kBf16CopyStep = 32;  // BF16 copy: elements per row per step
+// The float types' copies (F16 off AMX, BF16): elements per row per step.
+constexpr int64_t float_copy_step(DType t) { return t == DType::BF16 ? kBf16CopyStep : kF16CopyStep; }
 
 // Bytes of one record (one block of 16 rows) of a packed weight type; 0 if the type is not packable.
 // (constexpr: the kernels take it as their record stride.)
@@ -98,14 +102,14 @@ size_t packed_group_bytes(DType t, int64_t n_in);
 size_t packed_act_row_bytes(DType t, int64_t n_in);
 
 // True if matmul has a packed kernel for w on this CPU (AVX-512 VNNI or AVX2; Q4_0, Q5_0, Q8_0, Q4_K,
-// Q6_K, F16; Q5_K on AVX-512 only).
+// Q6_K, F16; Q4_1, Q5_1, Q5_K and BF16 on AVX-512 only).
 bool can_pack(const WeightView& w);
 
 // Writes the packed form of w into dst (packed_bytes(w) bytes). Requires can_pack(w)'s type/shape rules.
 size_t packed_bytes(const WeightView& w);
 void pack_weight(const WeightView& w, uint8_t* dst);
 
-// True if a packed weight of type t can give back its rows (Q4_0, Q5_0, Q8_0; F16):
+// True if a packed weight of type t can give back its rows (Q4_0, Q5_0, Q8_0; F16, BF16):
 // an embedding tied to a packed output head is then read from the packed copy alone. packed_get_row
 // writes row `row` of the packed view w as f32, bit-identical to get_row on the unpacked weight.
 bool packed_rows_readable(DType t);
@@ -304,7 +308,7 @@ PackedKernels packed_kernels_f16_amx(bool rows);
 // Writes row groups [g_begin, g_end) of the F16 matrix w (n_out rows of n_in) in that layout.
 void pack_f16_amx_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin, int64_t g_end);
 // True where the CPU path is AVX-512: PackedStore then copies F16 weights in the background, on
-// AMX-BF16 into its layout (f16_on_amx), elsewhere into pack_f16_il_groups' layout, and the products
+// AMX-BF16 into its layout (f16_on_amx), elsewhere into pack_float_il_groups' layout, and the products
 // take packed_kernels_f16_rows() on ggml's rows until the copy exists (the same bits). Off AVX-512
 // (AVX2) F16 stays in place.
 // NOTE: in place, decode reads the rows as 4 streams side by side from the file's 4 KiB page-cache
@@ -315,10 +319,14 @@ void pack_f16_amx_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t
 bool f16_copied();
 // Where f16_copied(): the kernels on ggml's rows in place (a group = 16 consecutive rows).
 PackedKernels packed_kernels_f16_rows();
-PackedKernels packed_kernels_f16_rows_avx512();  // only call when AVX-512 is supported
+// The AVX-512 kernels of the float types (F16 against f16-rounded f32 activations, BF16 against bf16
+// activations with vdpbf16ps; packed_float_avx512.cpp): rows for ggml's rows in place, else for the
+// copy (pack_float_il_groups). Only call when AVX-512 is supported; {} for other types.
+PackedKernels packed_kernels_float_avx512(DType t, bool rows);
 // True if PackedStore makes the packed copy of a weight of type t in the background, the products
 // taking packed_kernels_rows(t) on ggml's rows until it exists (the same bits): F16 where f16_copied(),
-// and the other packed types (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K) on AVX-512 VNNI without AMX.
+// BF16 on AVX-512 (with or without AMX), and the other packed types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// Q4_K, Q5_K, Q6_K) on AVX-512 VNNI without AMX.
 // NOTE: packed at load, those types' fresh memory made loading slow: the kernel faulting in and
 // zeroing the pages was 49% of a load's samples, the packing loop 28%. Load to first token
 // (bench/load-vs-llamacpp.sh 3, 2-vCPU Zen 5) was 1,418 ms for Qwen2.5-0.5B Q8_0 against llama-simple's
@@ -327,16 +335,19 @@ bool copied_in_background(DType t);
 // Where copied_in_background(t): the kernels on ggml's rows in place (a group = 16 consecutive rows).
 PackedKernels packed_kernels_rows(DType t);
 PackedKernels packed_kernels_rows_avx512(DType t);  // (packed_rows_avx512.cpp) only call when AVX-512 is supported
-// Writes row groups [g_begin, g_end) of the F16 matrix w (n_out rows of n_in) as the AVX-512 copy: per
-// group, each kF16CopyStep-element step of its 16 rows one after another, zeros past n_in and n_out.
-void pack_f16_il_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin, int64_t g_end);
-// Where that copy holds element i (a multiple of kF16CopyStep) of `row`: an index in f16 elements.
-inline int64_t f16_copy_index(int64_t row, int64_t i, int64_t n_in) {
-  const int64_t steps = (n_in + kF16CopyStep - 1) / kF16CopyStep;
-  return ((row / kPackRows) * steps * kPackRows + row % kPackRows) * kF16CopyStep + i * kPackRows;
+// Writes row groups [g_begin, g_end) of the F16 or BF16 matrix w (n_out rows of n_in) as the AVX-512 copy:
+// per group, each float_copy_step(t)-element step of its 16 rows one after another, zeros past n_in and n_out.
+void pack_float_il_groups(DType t, const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin,
+                          int64_t g_end);
+// Where that copy holds element i (a multiple of the step) of `row`: an index in 16-bit elements.
+inline int64_t float_copy_index(int64_t step, int64_t row, int64_t i, int64_t n_in) {
+  const int64_t steps = (n_in + step - 1) / step;
+  return ((row / kPackRows) * steps * kPackRows + row % kPackRows) * step + i * kPackRows;
 }
 // y[i] = x[i] rounded to the nearest f16 (ties to even), as f32: F16 products' activations.
 void f16_round_avx512(const float* x, float* y, int64_t n);  // only call when AVX-512 is supported
 void f16_round_avx2(const float* x, float* y, int64_t n);    // only call when AVX2 and F16C are supported
+// y[i] = f32_to_bf16(x[i]) (core/fp16.h) for i < n, zero up to n_padded: BF16 products' activations.
+void bf16_round_avx512(const float* x, uint16_t* y, int64_t n, int64_t n_padded);  // only call when AVX-512 is supported
 
 }  // namespace ignis::cpu

@@ -308,7 +308,8 @@ PackedKernels packed_kernels_rows_avx512(DType t) {
       return kquant_kernels<rows_dot_q4k<1, true>, rows_dot_q4k<2, true>, rows_dot_q4k<3, true>,
                             rows_dot_q4k<4, true>>();
     case DType::Q6_K: return kquant_kernels<rows_dot_q6k<1>, rows_dot_q6k<2>, rows_dot_q6k<3>, rows_dot_q6k<4>>();
-    case DType::F16: return packed_kernels_f16_rows_avx512();
+    case DType::F16:
+    case DType::BF16: return packed_kernels_float_avx512(t, true);
     default: return {};
   }
 }
