@@ -37,6 +37,20 @@ struct Case {
 
 class Packed : public ::testing::TestWithParam<Case> {};
 
+// Rows of weights of type t from the floats wf (n_rows x n_in). Types without a quantizer here (Q3_K):
+// random blocks, every bit pattern of the quants and scales, with finite f16 scales of a typical size.
+void make_weights(DType t, const float* wf, int64_t n_in, int64_t n_rows, uint8_t* dst) {
+  const DTypeTraits* tr = dtype_traits(t);
+  if (tr->from_float) return tr->from_float(wf, dst, n_in * n_rows);
+  std::mt19937 rng(static_cast<uint32_t>(n_in * 131 + n_rows));
+  const size_t bytes = row_bytes(t, n_in) * static_cast<size_t>(n_rows);
+  for (size_t i = 0; i < bytes; ++i) dst[i] = static_cast<uint8_t>(rng());
+  ASSERT_EQ(t, DType::Q3_K) << "no quantizer for " << dtype_name(t);
+  std::uniform_real_distribution<float> d(0.001f, 0.02f);
+  auto* b = reinterpret_cast<BlockQ3_K*>(dst);
+  for (size_t i = 0; i < bytes / sizeof(BlockQ3_K); ++i) b[i].d = f32_to_f16(d(rng) * (rng() % 2 ? 1.0f : -1.0f));
+}
+
 TEST_P(Packed, ExactBlockDotsAndTokenInvariance) {
   const Case c = GetParam();
   const WeightView probe{c.type, reinterpret_cast<const void*>(16), c.n_in, c.n_out};
@@ -49,7 +63,7 @@ TEST_P(Packed, ExactBlockDotsAndTokenInvariance) {
   for (auto& v : x) v = g(rng) * (1 + (&v - x.data()) % 7);
   const size_t rb = row_bytes(c.type, c.n_in);
   std::vector<uint8_t> w(rb * c.n_out);
-  for (int64_t r = 0; r < c.n_out; ++r) tr->from_float(wf.data() + r * c.n_in, w.data() + r * rb, c.n_in);
+  make_weights(c.type, wf.data(), c.n_in, c.n_out, w.data());
 
   PackedStore store;
   const WeightView pv = store.add(WeightView{c.type, w.data(), c.n_in, c.n_out});
@@ -149,7 +163,7 @@ std::vector<Case> cases() {
   v.push_back({DType::BF16, 100, 21, 5});
   v.push_back({DType::BF16, 64, 33, 49});
   v.push_back({DType::BF16, 896, 9001, 3});
-  for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  for (DType t : {DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     for (int64_t nb = 1; nb <= 3; ++nb) v.push_back({t, 256 * nb, 5 + 11 * nb, nb == 2 ? 9 : 2});
     v.push_back({t, 1536, 32, 6});
     v.push_back({t, 512, 20, 7});  // 3 tokens left over after a group of 4
@@ -267,7 +281,7 @@ TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesBeforeTheCopy) {
     std::vector<float> wf(n_in * h);
     for (auto& v : wf) v = g(rng);
     bufs.emplace_back(row_bytes(type, n_in) * h);
-    dtype_traits(type)->from_float(wf.data(), bufs.back().data(), n_in * h);
+    make_weights(type, wf.data(), n_in, h, bufs.back().data());
     parts.push_back(WeightView{type, bufs.back().data(), n_in, h});
   }
   if (!can_pack(parts[0])) GTEST_SKIP() << "no packed kernels on this CPU";
@@ -328,8 +342,8 @@ TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesBeforeTheCopy) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedGlu,
-                         ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K,
-                                           DType::Q5_K, DType::Q6_K, DType::F16, DType::BF16),
+                         ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q3_K,
+                                           DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::F16, DType::BF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // Each ISA's f16 rounding of the activations equals the scalar conversion, bit for bit.
@@ -550,8 +564,9 @@ TEST(PackedErrors, GetRowRefusesUnreadablePackedViewsAndUnpackableTypesStayUnpac
   if (v.packed) {
     EXPECT_THROW(get_row(v, 0, row.data()), Error);
   }
-  std::vector<uint8_t> k(row_bytes(DType::Q3_K, 256) * 2, 0);
-  EXPECT_FALSE(store.add(WeightView{DType::Q3_K, k.data(), 256, 2}).packed);
+  // F32 weights have no packed kernels (their products take the per-row kernels).
+  std::vector<float> f(256 * 2, 0.0f);
+  EXPECT_FALSE(store.add(WeightView{DType::F32, f.data(), 256, 2}).packed);
 }
 
 }  // namespace

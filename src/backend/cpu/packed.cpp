@@ -26,7 +26,9 @@ constexpr int64_t kR = kPackRows;
 
 int64_t row_groups(int64_t n_out) { return (n_out + kR - 1) / kR; }
 
-int64_t block_elems(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ? kQKK : kQK; }
+int64_t block_elems(DType t) {
+  return t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ? kQKK : kQK;
+}
 
 // The 4 bytes of lane k in chunk c of a record region: region + c * 64 + 4 * k.
 inline uint8_t* lane(uint8_t* region, int64_t c, int64_t k) { return region + c * 64 + 4 * k; }
@@ -161,6 +163,35 @@ void pack_block(const uint8_t* src, uint8_t* rec, int64_t k) {
         }
       break;
     }
+    case DType::Q3_K: {
+      BlockQ3_K b;
+      std::memcpy(&b, src, sizeof b);
+      d16[k] = b.d;
+      auto* sc = reinterpret_cast<int8_t*>(rec + 32);  // [16 sub-blocks][16 rows]
+      int8_t scales[16];
+      q3k_scales(b.scales, scales);
+      for (int s = 0; s < 16; ++s) sc[s * kR + k] = scales[s];
+      // Element e = 128 h + 32 s + l: low bits (qs[32 h + l] >> 2 s) & 3, high bit l of hmask bit e / 32.
+      uint8_t q[kQKK];
+      for (int e = 0; e < kQKK; ++e)
+        q[e] = static_cast<uint8_t>(((b.qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3) |
+                                    (((b.hmask[e % 32] >> (e / 32)) & 1) << 2));
+      uint8_t* tri = rec + 32 + 256;  // 8 triples of 192 bytes: lo(2m), lo(2m + 1), hi(m)
+      for (int h = 0; h < 16; ++h)
+        for (int j = 0; j < 4; ++j) {
+          uint8_t lo = 0;
+          for (int u = 0; u < 4; ++u) lo |= static_cast<uint8_t>((q[4 * (h + 16 * u) + j] & 3) << (2 * u));
+          lane(tri + 192 * (h / 2) + 64 * (h % 2), 0, k)[j] = lo;
+        }
+      for (int m = 0; m < 8; ++m)
+        for (int j = 0; j < 4; ++j) {
+          uint8_t hi = 0;
+          for (int e = 0; e < 2; ++e)
+            for (int u = 0; u < 4; ++u) hi |= static_cast<uint8_t>((q[4 * (2 * m + e + 16 * u) + j] >> 2) << (4 * e + u));
+          lane(tri + 192 * m + 128, 0, k)[j] = hi;
+        }
+      break;
+    }
     default:
       fail("pack_weight: type {} cannot be packed", dtype_name(t));
   }
@@ -201,6 +232,7 @@ void pack_groups(const WeightView& w, uint8_t* dst, int64_t row0, int64_t g_begi
     case DType::Q4_K: return pack_groups_of<DType::Q4_K>(w, dst, row0, g_begin, g_end);
     case DType::Q5_K: return pack_groups_of<DType::Q5_K>(w, dst, row0, g_begin, g_end);
     case DType::Q6_K: return pack_groups_of<DType::Q6_K>(w, dst, row0, g_begin, g_end);
+    case DType::Q3_K: return pack_groups_of<DType::Q3_K>(w, dst, row0, g_begin, g_end);
     default: fail("pack_weight: type {} cannot be packed", dtype_name(w.type));
   }
 }
@@ -404,7 +436,8 @@ void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst) {
         }
         for (int i = 4; i < 16; ++i) o[i] = 0;
       } else {
-        for (int i = 0; i < 16; ++i) o[i] = -32 * b.bsums[i];  // Q6_K: quants stored as q + 32
+        const int off = t == DType::Q3_K ? 4 : 32;  // quants stored as q + 32 (Q6_K), q + 4 (Q3_K)
+        for (int i = 0; i < 16; ++i) o[i] = -off * b.bsums[i];
       }
     }
     return;
@@ -688,7 +721,7 @@ bool copied_in_background(DType t) {
   if (t == DType::BF16) return best_isa() == Isa::kAvx512;
   if (best_isa() != Isa::kAvx512 || use_amx()) return false;
   return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0 ||
-         t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
+         t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
 }
 
 PackedKernels packed_kernels_rows(DType t) {

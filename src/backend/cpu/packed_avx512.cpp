@@ -255,16 +255,17 @@ void packed_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
 }
 
-template <int NX>
+// Q6_K, and Q3_K (its record has the same d and i8 scales; its quants come from lo / hi chunks).
+template <int NX, DType T = DType::Q6_K>
 void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows) {
-  constexpr int64_t kRec = packed_record_bytes(DType::Q6_K);
+  constexpr int64_t kRec = packed_record_bytes(T);
   __m512 acc[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t s = 0; s < nb; ++s) {
     const uint8_t* rec = group + s * kRec;
     const auto* sc = reinterpret_cast<const int8_t*>(rec + 32);
-    const uint8_t* tri = rec + 32 + 256;  // triples (ql h, ql h + 16, qh h), 192 bytes each
+    const uint8_t* tri = rec + 32 + 256;  // triples of 192 bytes (Q6_K: ql h, ql h + 16, qh h)
     __m512i isum[NX];
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm512_setzero_si512();
     // Sub-blocks j, j+4, j+8, j+12 (element groups 4j..4j+3 plus 16, 32, 48) together.
@@ -277,7 +278,11 @@ void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
       IGNIS_UNROLL for (int hh = 0; hh < 4; ++hh) {
         const int h = 4 * j + hh;
         __m512i q[4];
-        q6k_triple_quants(tri, h, q);
+        if constexpr (T == DType::Q3_K) {
+          q3k_quants(tri, h, q);
+        } else {
+          q6k_triple_quants(tri, h, q);
+        }
         IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
           const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs);
           IGNIS_UNROLL for (int u = 0; u < 4; ++u) a[t][u] = dpbusd_bcast(a[t][u], q[u], xq + 4 * (h + 16 * u));
@@ -325,6 +330,9 @@ PackedKernels packed_kernels_avx512(DType t) {
       return kquant_kernels<packed_dot_q4k<1, true>, packed_dot_q4k<2, true>, packed_dot_q4k<3, true>,
                             packed_dot_q4k<4, true>>();
     case DType::Q6_K: return kquant_kernels<packed_dot_q6k<1>, packed_dot_q6k<2>, packed_dot_q6k<3>, packed_dot_q6k<4>>();
+    case DType::Q3_K:
+      return kquant_kernels<packed_dot_q6k<1, DType::Q3_K>, packed_dot_q6k<2, DType::Q3_K>, packed_dot_q6k<3, DType::Q3_K>,
+                            packed_dot_q6k<4, DType::Q3_K>>();
     case DType::F16:
     case DType::BF16: return packed_kernels_float_avx512(t, false);
     default: return {};

@@ -85,6 +85,20 @@ inline void q6k_triple_quants(const uint8_t* tri, int h, __m512i q[4]) {
   q[3] = _mm512_or_si512(move(n2, 4, 0, 4), move(hb, 6, 4, 2));
 }
 
+// The quants (q + 4, 0..7, one byte per element) of element groups h + 16u of a packed Q3_K record
+// (packed.h; tri: the record's first triple), as q6k_triple_quants gives Q6_K's: the low 2 bits from
+// lo(h), the high bit 4 (h % 2) + u of hi(h / 2) moved to bit 2.
+inline void q3k_quants(const uint8_t* tri, int h, __m512i q[4]) {
+  const __m512i lo = _mm512_loadu_si512(tri + 192 * (h / 2) + 64 * (h % 2));
+  const __m512i hi = _mm512_loadu_si512(tri + 192 * (h / 2) + 128);
+  const __m512i m03 = _mm512_set1_epi8(0x03);
+  for (int u = 0; u < 4; ++u) {
+    const __m512i bit = _mm512_gf2p8affine_epi64_epi8(
+        hi, _mm512_set1_epi64(static_cast<long long>(gf_move_bits(4 * (h % 2) + u, 2, 1))), 0);
+    q[u] = _mm512_ternarylogic_epi32(u ? _mm512_srli_epi16(lo, 2 * u) : lo, bit, m03, 0xEC);  // (lo & 3) | bit
+  }
+}
+
 // The quants (0..31) of chunk (i, c) of a packed Q5_K record (packed.h) from the chunk ch and qh chunk c:
 // the low (high) nibbles with bit 2i (2i + 1) of each qh byte moved to bit 4.
 inline void q5k_chunk_quants(__m512i ch, __m512i qh, int i, __m512i& lo, __m512i& hi) {

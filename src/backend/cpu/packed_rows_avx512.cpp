@@ -1,5 +1,5 @@
-// AVX-512 VNNI kernels on ggml's rows in place, for the packed types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K,
-// Q6_K) while PackedStore makes their packed copy in the background (copied_in_background, packed.h).
+// AVX-512 VNNI kernels on ggml's rows in place, for the packed types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K,
+// Q5_K, Q6_K) while PackedStore makes their packed copy in the background (copied_in_background, packed.h).
 //
 // A "group" here is 16 consecutive rows of ggml blocks. Per block (super-block) the kernels build, in
 // registers, exactly the vectors the packed kernels load from a record: for every 4-element group
@@ -287,6 +287,67 @@ void rows_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
 }
 
+// Q3_K: element group h + 16u (u < 4) has its low bits in qs dword 8 (u / 2) + h % 8 at bits 2 (h / 8 +
+// 2 (u % 2)) of each byte and its high bits in hmask dword h % 8 at bit 4 (u / 2) + 2 (u % 2) + h / 8
+// (ggml: element 128 a + 32 b + l has qs[32 a + l] >> 2 b and bit 4 a + b of hmask[l]); sub-blocks and
+// scales as Q6_K's (the i8 scales from the 12 packed bytes).
+template <int NX>
+void rows_dot_q3k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
+                  int n_rows) {
+  const Rows rows(group, static_cast<size_t>(nb) * sizeof(BlockQ3_K), n_rows, nb);
+  const __m512i m03 = _mm512_set1_epi8(0x03), m0f = _mm512_set1_epi8(0x0f), b32 = _mm512_set1_epi8(32);
+  auto move = [](__m512i v, int from, int to, int n) {
+    return _mm512_gf2p8affine_epi64_epi8(v, _mm512_set1_epi64(static_cast<long long>(gf_move_bits(from, to, n))), 0);
+  };
+  __m512 acc[NX];
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s) {
+    const size_t at = static_cast<size_t>(s) * sizeof(BlockQ3_K);
+    rows.prefetch_next(s);
+    // The 16 scales (q3k_scales): dword u of sc holds sub-blocks 4u..4u+3, each minus 32.
+    const size_t sa = at + offsetof(BlockQ3_K, scales);
+    const __m512i w0 = rows.gather32(sa), w1 = rows.gather32(sa + 4), w2 = rows.gather32(sa + 8);
+    __m512i sc[4];
+    sc[0] = _mm512_ternarylogic_epi32(w0, _mm512_slli_epi32(_mm512_and_si512(w2, m03), 4), m0f, 0xEC);
+    sc[1] = _mm512_ternarylogic_epi32(w1, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w2, 2), m03), 4), m0f, 0xEC);
+    sc[2] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(w0, 4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w2, 4), m03), 4), m0f, 0xEC);
+    sc[3] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(w1, 4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w2, 6), m03), 4), m0f, 0xEC);
+    IGNIS_UNROLL for (int u = 0; u < 4; ++u) sc[u] = _mm512_sub_epi8(sc[u], b32);
+    __m512i isum[NX];
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm512_setzero_si512();
+    for (int j = 0; j < 4; ++j) {
+      __m512i a[NX][4];
+      IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+        const int32_t* sd = side_k(x + t * x_stride, nb, s);
+        IGNIS_UNROLL for (int u = 0; u < 4; ++u) a[t][u] = _mm512_set1_epi32(sd[j + 4 * u]);
+      }
+      __m512i ql[2][4], hm[4];
+      IGNIS_UNROLL for (int half = 0; half < 2; ++half) rows.t4(at + offsetof(BlockQ3_K, qs) + 32 * half + 16 * (j % 2), ql[half]);
+      rows.t4(at + offsetof(BlockQ3_K, hmask) + 16 * (j % 2), hm);
+      IGNIS_UNROLL for (int hh = 0; hh < 4; ++hh) {
+        const int h = 4 * j + hh;
+        __m512i q[4];
+        IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
+          const __m512i lo = move(ql[u / 2][hh], 2 * (h / 8 + 2 * (u % 2)), 0, 2);
+          q[u] = _mm512_or_si512(lo, move(hm[hh], 4 * (u / 2) + 2 * (u % 2) + h / 8, 2, 1));
+        }
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+          const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs);
+          IGNIS_UNROLL for (int u = 0; u < 4; ++u) a[t][u] = dpbusd_bcast(a[t][u], q[u], xq + 4 * (h + 16 * u));
+        }
+      }
+      IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
+        const __m512i scv = _mm512_srai_epi32(_mm512_slli_epi32(sc[u], 24 - 8 * j), 24);  // byte j, sign-extended
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(a[t][u], scv));
+      }
+    }
+    // d: the high half of the dword ending the block (a gather of the last 4 bytes stays inside it).
+    const __m512 d = rows.f16s(at + sizeof(BlockQ3_K) - 4, true);
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = scale_add(acc[t], isum[t], d, act_k(x + t * x_stride, s)->d);
+  }
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
+}
+
 template <DType T>
 PackedKernels kernels32() {
   PackedKernels k{rows_dot32<T, 1>, rows_dot32<T, 6>, 6};
@@ -308,6 +369,7 @@ PackedKernels packed_kernels_rows_avx512(DType t) {
       return kquant_kernels<rows_dot_q4k<1, true>, rows_dot_q4k<2, true>, rows_dot_q4k<3, true>,
                             rows_dot_q4k<4, true>>();
     case DType::Q6_K: return kquant_kernels<rows_dot_q6k<1>, rows_dot_q6k<2>, rows_dot_q6k<3>, rows_dot_q6k<4>>();
+    case DType::Q3_K: return kquant_kernels<rows_dot_q3k<1>, rows_dot_q3k<2>, rows_dot_q3k<3>, rows_dot_q3k<4>>();
     case DType::F16:
     case DType::BF16: return packed_kernels_float_avx512(t, true);
     default: return {};
