@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes the benchmark model set (random weights, real shapes) into OUT_DIR (not committed):
 #   qwen2.5-0.5b-{f16,q8_0,q4_0,q4_k_m}.gguf, qwen2.5-1.5b-{q4_0,q4_k_m}.gguf, llama-3.2-1b-q4_0.gguf,
-#   qwen3-0.6b-q8_0.gguf; with EXTRA=1 also qwen2.5-0.5b-{q4_1,q5_1,q5_k_m}.gguf and qwen2.5-1.5b-q5_k_m.gguf
+#   qwen3-0.6b-q8_0.gguf; with EXTRA=1 also qwen2.5-0.5b-{q4_1,q5_1,q5_k_m,bf16}.gguf and
+#   qwen2.5-1.5b-{q5_k_m,q3_k_m,q2_k}.gguf
 # F16 files come from ignis-mkmodel; quantized ones from llama.cpp's llama-quantize when LLAMA_DIR has
 # it (as real K-quant files are made), else from ignis-mkmodel --type (ignis' reference quantizers).
 # Qwen presets use the real Qwen2 vocabulary when SHARED_DIR/hf-tokenizers/qwen2 exists.
@@ -46,8 +47,9 @@ build_set() {
 Q05=(f16 q8_0 q4_0 q4_k_m)
 Q15=(q4_0 q4_k_m)
 if [[ ${EXTRA:-0} == 1 ]]; then  # the other packed types, as users' files have them
-  Q05+=(q4_1 q5_1 q5_k_m)
+  Q05+=(q4_1 q5_1 q5_k_m bf16)
   Q15+=(q5_k_m)
+  [[ -x "$QZ" ]] && Q15+=(q3_k_m q2_k)  # (llama.cpp's mixes; ignis-mkmodel has no Q3_K_M)
 fi
 build_set qwen2.5-0.5b "${Q05[@]}"
 build_set qwen2.5-1.5b "${Q15[@]}"

@@ -37,7 +37,7 @@ struct Case {
 
 class Packed : public ::testing::TestWithParam<Case> {};
 
-// Rows of weights of type t from the floats wf (n_rows x n_in). Types without a quantizer here (Q3_K):
+// Rows of weights of type t from the floats wf (n_rows x n_in). Types without a quantizer here (Q2_K, Q3_K):
 // random blocks, every bit pattern of the quants and scales, with finite f16 scales of a typical size.
 void make_weights(DType t, const float* wf, int64_t n_in, int64_t n_rows, uint8_t* dst) {
   const DTypeTraits* tr = dtype_traits(t);
@@ -45,10 +45,16 @@ void make_weights(DType t, const float* wf, int64_t n_in, int64_t n_rows, uint8_
   std::mt19937 rng(static_cast<uint32_t>(n_in * 131 + n_rows));
   const size_t bytes = row_bytes(t, n_in) * static_cast<size_t>(n_rows);
   for (size_t i = 0; i < bytes; ++i) dst[i] = static_cast<uint8_t>(rng());
-  ASSERT_EQ(t, DType::Q3_K) << "no quantizer for " << dtype_name(t);
   std::uniform_real_distribution<float> d(0.001f, 0.02f);
-  auto* b = reinterpret_cast<BlockQ3_K*>(dst);
-  for (size_t i = 0; i < bytes / sizeof(BlockQ3_K); ++i) b[i].d = f32_to_f16(d(rng) * (rng() % 2 ? 1.0f : -1.0f));
+  auto sign = [&] { return rng() % 2 ? 1.0f : -1.0f; };
+  if (t == DType::Q3_K) {
+    auto* b = reinterpret_cast<BlockQ3_K*>(dst);
+    for (size_t i = 0; i < bytes / sizeof(BlockQ3_K); ++i) b[i].d = f32_to_f16(d(rng) * sign());
+    return;
+  }
+  ASSERT_EQ(t, DType::Q2_K) << "no quantizer for " << dtype_name(t);
+  auto* b = reinterpret_cast<BlockQ2_K*>(dst);
+  for (size_t i = 0; i < bytes / sizeof(BlockQ2_K); ++i) b[i].d = f32_to_f16(d(rng) * sign()), b[i].dmin = f32_to_f16(d(rng) * sign());
 }
 
 TEST_P(Packed, ExactBlockDotsAndTokenInvariance) {
@@ -163,7 +169,7 @@ std::vector<Case> cases() {
   v.push_back({DType::BF16, 100, 21, 5});
   v.push_back({DType::BF16, 64, 33, 49});
   v.push_back({DType::BF16, 896, 9001, 3});
-  for (DType t : {DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     for (int64_t nb = 1; nb <= 3; ++nb) v.push_back({t, 256 * nb, 5 + 11 * nb, nb == 2 ? 9 : 2});
     v.push_back({t, 1536, 32, 6});
     v.push_back({t, 512, 20, 7});  // 3 tokens left over after a group of 4
@@ -342,8 +348,8 @@ TEST_P(PackedGlu, EqualsProductThenCombineAndRefusesBeforeTheCopy) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, PackedGlu,
-                         ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q3_K,
-                                           DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::F16, DType::BF16),
+                         ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K,
+                                           DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::F16, DType::BF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // Each ISA's f16 rounding of the activations equals the scalar conversion, bit for bit.

@@ -27,7 +27,7 @@ constexpr int64_t kR = kPackRows;
 int64_t row_groups(int64_t n_out) { return (n_out + kR - 1) / kR; }
 
 int64_t block_elems(DType t) {
-  return t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ? kQKK : kQK;
+  return t == DType::Q2_K || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ? kQKK : kQK;
 }
 
 // The 4 bytes of lane k in chunk c of a record region: region + c * 64 + 4 * k.
@@ -192,6 +192,16 @@ void pack_block(const uint8_t* src, uint8_t* rec, int64_t k) {
         }
       break;
     }
+    case DType::Q2_K: {
+      BlockQ2_K b;
+      std::memcpy(&b, src, sizeof b);
+      d16[k] = b.d;
+      d16[kR + k] = b.dmin;
+      for (int i = 0; i < 8; ++i)
+        for (int e = 0; e < 2; ++e) rec[64 + (i * kR + k) * 2 + e] = b.scales[2 * i + e];
+      for (int c = 0; c < 16; ++c) store32(lane(rec + 64 + 256, c, k), load32(b.qs + 4 * c));
+      break;
+    }
     default:
       fail("pack_weight: type {} cannot be packed", dtype_name(t));
   }
@@ -233,6 +243,7 @@ void pack_groups(const WeightView& w, uint8_t* dst, int64_t row0, int64_t g_begi
     case DType::Q5_K: return pack_groups_of<DType::Q5_K>(w, dst, row0, g_begin, g_end);
     case DType::Q6_K: return pack_groups_of<DType::Q6_K>(w, dst, row0, g_begin, g_end);
     case DType::Q3_K: return pack_groups_of<DType::Q3_K>(w, dst, row0, g_begin, g_end);
+    case DType::Q2_K: return pack_groups_of<DType::Q2_K>(w, dst, row0, g_begin, g_end);
     default: fail("pack_weight: type {} cannot be packed", dtype_name(w.type));
   }
 }
@@ -435,6 +446,12 @@ void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst) {
           o[i] = static_cast<int32_t>((static_cast<uint32_t>(s0) & 0xffffu) | (static_cast<uint32_t>(s1) << 16));
         }
         for (int i = 4; i < 16; ++i) o[i] = 0;
+      } else if (t == DType::Q2_K) {
+        // The 16-element sums of sub-blocks (2i, 2i+1) as two int16 for vpdpwssd with the mins.
+        for (int i = 0; i < 8; ++i)
+          o[i] = static_cast<int32_t>((static_cast<uint32_t>(b.bsums[2 * i]) & 0xffffu) |
+                                      (static_cast<uint32_t>(b.bsums[2 * i + 1]) << 16));
+        for (int i = 8; i < 16; ++i) o[i] = 0;
       } else {
         const int off = t == DType::Q3_K ? 4 : 32;  // quants stored as q + 32 (Q6_K), q + 4 (Q3_K)
         for (int i = 0; i < 16; ++i) o[i] = -off * b.bsums[i];
@@ -721,7 +738,7 @@ bool copied_in_background(DType t) {
   if (t == DType::BF16) return best_isa() == Isa::kAvx512;
   if (best_isa() != Isa::kAvx512 || use_amx()) return false;
   return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0 ||
-         t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
+         t == DType::Q2_K || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
 }
 
 PackedKernels packed_kernels_rows(DType t) {

@@ -1,5 +1,5 @@
 // Weights repacked into a row-interleaved layout for AVX-512 VNNI and AVX2 (Q4_0, Q5_0, Q8_0, Q4_K,
-// Q6_K; Q4_1, Q5_1, Q3_K, Q5_K and BF16 on AVX-512 only): at load, or after it in the background
+// Q6_K; Q4_1, Q5_1, Q2_K, Q3_K, Q5_K and BF16 on AVX-512 only): at load, or after it in the background
 // (copied_in_background).
 //
 // Why: in ggml's layout every 32-element block carries its own scale, so a SIMD kernel must reduce each
@@ -42,12 +42,16 @@
 //         chunks: lo(2m), lo(2m + 1), hi(m)]; lo(h): bits 2u..2u+1 of byte j = low 2 bits of element
 //         4 (h + 16u) + j; hi(m): bit 4e + u of byte j = high bit of element 4 (2m + e + 16u) + j; the
 //         quant taken is low + 4 high (0..7, ggml's q + 4).
+//   Q2_K  [16 f16 d][16 f16 dmin][8 x 16 x 2 u8 (scale | min << 4), [pair i][row][sub-block 2i + e]]
+//         [16 chunks c = ggml's qs dword c: bits 2s..2s+1 of byte j = element 128 (c / 8) + 32 s + 4 (c % 8)
+//         + j, so chunks c and c + 4 (c % 8 < 4) hold sub-blocks 2i and 2i + 1, i = 4 (c / 8) + s]
 // Activations for a packed product are converted per token row:
 //   32-element types: [nb * 32 int8 quants (ggml's Q8_0 qs, in order)][nb f32 scales][nb int32:
 //   -off * sum of the block's quants], off = 8 (Q4_0), 16 (Q5_0), 128 (Q8_0); for Q4_1 / Q5_1 the last
 //   array holds f32 block sums instead, ggml's Q8_1 s (f16(d * sum of the quants), widened);
 //   K-quants: [nb ggml Q8_K blocks][nb x 16 int32: Q4_K and Q5_K the 32-element sums of sub-blocks (2i,
-//   2i+1) as two int16 (i < 4), Q6_K -32 * the 16-element sums, Q3_K -4 * them].
+//   2i+1) as two int16 (i < 4), Q2_K the 16-element sums of sub-blocks (2i, 2i+1) as two int16 (i < 8),
+//   Q6_K -32 * the 16-element sums, Q3_K -4 * them].
 // The quants and scales are exactly ggml's activation quantization (same converters), and every block's
 // (sub-block's) integer dot is exact: dot(q_w + off, q_x) - off * sum(q_x). So a packed product differs
 // from the unpacked kernels only in the order of the float accumulation.
@@ -93,6 +97,7 @@ constexpr int64_t packed_record_bytes(DType t) {
     case DType::Q5_K: return 64 + 256 + 2048 + 512;
     case DType::Q6_K: return 32 + 256 + 2048 + 1024;
     case DType::Q3_K: return 32 + 256 + 1024 + 512;
+    case DType::Q2_K: return 64 + 256 + 1024;
     default: return 0;
   }
 }
@@ -108,7 +113,7 @@ size_t packed_group_bytes(DType t, int64_t n_in);
 size_t packed_act_row_bytes(DType t, int64_t n_in);
 
 // True if matmul has a packed kernel for w on this CPU (AVX-512 VNNI or AVX2; Q4_0, Q5_0, Q8_0, Q4_K,
-// Q6_K, F16; Q4_1, Q5_1, Q3_K, Q5_K and BF16 on AVX-512 only).
+// Q6_K, F16; Q4_1, Q5_1, Q2_K, Q3_K, Q5_K and BF16 on AVX-512 only).
 bool can_pack(const WeightView& w);
 
 // Writes the packed form of w into dst (packed_bytes(w) bytes). Requires can_pack(w)'s type/shape rules.
@@ -332,7 +337,7 @@ PackedKernels packed_kernels_float_avx512(DType t, bool rows);
 // True if PackedStore makes the packed copy of a weight of type t in the background, the products
 // taking packed_kernels_rows(t) on ggml's rows until it exists (the same bits): F16 where f16_copied(),
 // BF16 on AVX-512 (with or without AMX), and the other packed types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q3_K, Q4_K, Q5_K, Q6_K) on AVX-512 VNNI without AMX.
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) on AVX-512 VNNI without AMX.
 // NOTE: packed at load, those types' fresh memory made loading slow: the kernel faulting in and
 // zeroing the pages was 49% of a load's samples, the packing loop 28%. Load to first token
 // (bench/load-vs-llamacpp.sh 3, 2-vCPU Zen 5) was 1,418 ms for Qwen2.5-0.5B Q8_0 against llama-simple's

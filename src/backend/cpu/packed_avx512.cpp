@@ -255,6 +255,48 @@ void packed_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
 }
 
+// Q2_K: per half hh of the super-block its 8 chunks stay in registers, and each sub-block pair i = 4 hh +
+// s takes field s of chunks 0..3 (sub-block 2i) and 4..7 (2i + 1), finished by q2k_pair.
+template <int NX>
+void packed_dot_q2k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
+                    int64_t out_stride, int n_rows) {
+  constexpr int64_t kRec = packed_record_bytes(DType::Q2_K);
+  const __m512i m03 = _mm512_set1_epi8(0x03);
+  __m512 acc[NX];
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s) {
+    const uint8_t* rec = group + s * kRec;
+    const uint8_t* qs = rec + 64 + 256;
+    __m512i isum[NX], msum[NX];
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = msum[t] = _mm512_setzero_si512();
+    for (int hh = 0; hh < 2; ++hh) {
+      __m512i ch[8];
+      IGNIS_UNROLL for (int c = 0; c < 8; ++c) ch[c] = _mm512_loadu_si512(qs + 64 * (8 * hh + c));
+      IGNIS_UNROLL for (int f = 0; f < 4; ++f) {
+        const int i = 4 * hh + f;
+        __m512i a0[NX], a1[NX];
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t) a0[t] = a1[t] = _mm512_setzero_si512();
+        IGNIS_UNROLL for (int c = 0; c < 4; ++c) {
+          const __m512i qa = _mm512_and_si512(f ? _mm512_srli_epi16(ch[c], 2 * f) : ch[c], m03);
+          const __m512i qb = _mm512_and_si512(f ? _mm512_srli_epi16(ch[c + 4], 2 * f) : ch[c + 4], m03);
+          IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+            const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs) + 4 * (32 * hh + 8 * f + c);
+            a0[t] = dpbusd_bcast(a0[t], qa, xq);
+            a1[t] = dpbusd_bcast(a1[t], qb, xq + 16);
+          }
+        }
+        const __m512i v = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 64 + 32 * i)));
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t) q2k_pair(a0[t], a1[t], v, side_k(x + t * x_stride, nb, s)[i], isum[t], msum[t]);
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
+    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 32)));
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t)
+      acc[t] = scale_add_q4k(acc[t], isum[t], msum[t], d, dmin, act_k(x + t * x_stride, s)->d);
+  }
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
+}
+
 // Q6_K, and Q3_K (its record has the same d and i8 scales; its quants come from lo / hi chunks).
 template <int NX, DType T = DType::Q6_K>
 void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
@@ -330,6 +372,7 @@ PackedKernels packed_kernels_avx512(DType t) {
       return kquant_kernels<packed_dot_q4k<1, true>, packed_dot_q4k<2, true>, packed_dot_q4k<3, true>,
                             packed_dot_q4k<4, true>>();
     case DType::Q6_K: return kquant_kernels<packed_dot_q6k<1>, packed_dot_q6k<2>, packed_dot_q6k<3>, packed_dot_q6k<4>>();
+    case DType::Q2_K: return kquant_kernels<packed_dot_q2k<1>, packed_dot_q2k<2>, packed_dot_q2k<3>, packed_dot_q2k<4>>();
     case DType::Q3_K:
       return kquant_kernels<packed_dot_q6k<1, DType::Q3_K>, packed_dot_q6k<2, DType::Q3_K>, packed_dot_q6k<3, DType::Q3_K>,
                             packed_dot_q6k<4, DType::Q3_K>>();

@@ -99,6 +99,17 @@ inline void q3k_quants(const uint8_t* tri, int h, __m512i q[4]) {
   }
 }
 
+// Q2_K's sub-block pair i, for the packed kernel and the rows kernel alike: the 16 rows' dots of
+// sub-blocks 2i (a0) and 2i + 1 (a1) times their 4-bit scales, added to isum; the mins times the token's
+// pair of 16-element sums (side: the two int16) added to msum. v holds per row the pair's two bytes
+// (scale | min << 4) as two int16. (A sub-block's dot of 16 quants 0..3 and int8 activations fits int16.)
+inline void q2k_pair(__m512i a0, __m512i a1, __m512i v, int32_t side, __m512i& isum, __m512i& msum) {
+  const __m512i m0f = _mm512_set1_epi16(0x0f);
+  const __m512i dots = _mm512_mask_blend_epi16(0xAAAAAAAAu, a0, _mm512_slli_epi32(a1, 16));
+  isum = _mm512_dpwssd_epi32(isum, dots, _mm512_and_si512(v, m0f));
+  msum = _mm512_dpwssd_epi32(msum, _mm512_srli_epi16(v, 4), _mm512_set1_epi32(side));
+}
+
 // The quants (0..31) of chunk (i, c) of a packed Q5_K record (packed.h) from the chunk ch and qh chunk c:
 // the low (high) nibbles with bit 2i (2i + 1) of each qh byte moved to bit 4.
 inline void q5k_chunk_quants(__m512i ch, __m512i qh, int i, __m512i& lo, __m512i& hi) {

@@ -1,5 +1,5 @@
-// AVX-512 VNNI kernels on ggml's rows in place, for the packed types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K,
-// Q5_K, Q6_K) while PackedStore makes their packed copy in the background (copied_in_background, packed.h).
+// AVX-512 VNNI kernels on ggml's rows in place, for the packed types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K,
+// Q4_K, Q5_K, Q6_K) while PackedStore makes their packed copy in the background (copied_in_background, packed.h).
 //
 // A "group" here is 16 consecutive rows of ggml blocks. Per block (super-block) the kernels build, in
 // registers, exactly the vectors the packed kernels load from a record: for every 4-element group
@@ -348,6 +348,51 @@ void rows_dot_q3k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
 }
 
+// Q2_K: ggml's qs dwords are the packed record's chunks (packed.h), so the same loop as packed_dot_q2k;
+// the pair's scale bytes (dword i / 2 of the scales, its low or high half) spread to two int16.
+template <int NX>
+void rows_dot_q2k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
+                  int n_rows) {
+  const Rows rows(group, static_cast<size_t>(nb) * sizeof(BlockQ2_K), n_rows, nb);
+  const __m512i m03 = _mm512_set1_epi8(0x03), lo8 = _mm512_set1_epi32(0xff);
+  __m512 acc[NX];
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s) {
+    const size_t at = static_cast<size_t>(s) * sizeof(BlockQ2_K);
+    rows.prefetch_next(s);
+    __m512i sc[4];  // dword u: the scale bytes of sub-blocks 4u..4u+3
+    rows.t4(at + offsetof(BlockQ2_K, scales), sc);
+    __m512i isum[NX], msum[NX];
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = msum[t] = _mm512_setzero_si512();
+    for (int hh = 0; hh < 2; ++hh) {
+      __m512i ch[8];
+      rows.t4(at + offsetof(BlockQ2_K, qs) + 32 * hh, ch);
+      rows.t4(at + offsetof(BlockQ2_K, qs) + 32 * hh + 16, ch + 4);
+      IGNIS_UNROLL for (int f = 0; f < 4; ++f) {
+        const int i = 4 * hh + f;
+        __m512i a0[NX], a1[NX];
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t) a0[t] = a1[t] = _mm512_setzero_si512();
+        IGNIS_UNROLL for (int c = 0; c < 4; ++c) {
+          const __m512i qa = _mm512_and_si512(f ? _mm512_srli_epi16(ch[c], 2 * f) : ch[c], m03);
+          const __m512i qb = _mm512_and_si512(f ? _mm512_srli_epi16(ch[c + 4], 2 * f) : ch[c + 4], m03);
+          IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+            const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs) + 4 * (32 * hh + 8 * f + c);
+            a0[t] = dpbusd_bcast(a0[t], qa, xq);
+            a1[t] = dpbusd_bcast(a1[t], qb, xq + 16);
+          }
+        }
+        const __m512i half = _mm512_srli_epi32(sc[i / 2], 16 * (i % 2));
+        const __m512i v = _mm512_or_si512(_mm512_and_si512(half, lo8), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(half, 8), lo8), 16));
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t) q2k_pair(a0[t], a1[t], v, side_k(x + t * x_stride, nb, s)[i], isum[t], msum[t]);
+      }
+    }
+    const __m512 d = rows.f16s(at + offsetof(BlockQ2_K, d)), dmin = rows.f16s(at + offsetof(BlockQ2_K, d), true);
+    IGNIS_UNROLL for (int t = 0; t < NX; ++t)
+      acc[t] = scale_add_q4k(acc[t], isum[t], msum[t], d, dmin, act_k(x + t * x_stride, s)->d);
+  }
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
+}
+
 template <DType T>
 PackedKernels kernels32() {
   PackedKernels k{rows_dot32<T, 1>, rows_dot32<T, 6>, 6};
@@ -369,6 +414,7 @@ PackedKernels packed_kernels_rows_avx512(DType t) {
       return kquant_kernels<rows_dot_q4k<1, true>, rows_dot_q4k<2, true>, rows_dot_q4k<3, true>,
                             rows_dot_q4k<4, true>>();
     case DType::Q6_K: return kquant_kernels<rows_dot_q6k<1>, rows_dot_q6k<2>, rows_dot_q6k<3>, rows_dot_q6k<4>>();
+    case DType::Q2_K: return kquant_kernels<rows_dot_q2k<1>, rows_dot_q2k<2>, rows_dot_q2k<3>, rows_dot_q2k<4>>();
     case DType::Q3_K: return kquant_kernels<rows_dot_q3k<1>, rows_dot_q3k<2>, rows_dot_q3k<3>, rows_dot_q3k<4>>();
     case DType::F16:
     case DType::BF16: return packed_kernels_float_avx512(t, true);
