@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <vector>
@@ -16,6 +18,8 @@
 #include "backend/cpu/ops.h"
 #include "backend/cpu/packed.h"
 #include "core/dtype.h"
+#include "core/fp16.h"
+#include "core/quant_blocks.h"
 #include "core/thread_pool.h"
 
 using namespace ignis;
@@ -31,7 +35,10 @@ int main(int argc, char** argv) {
   const int reps = argc > 6 ? std::atoi(argv[6]) : 20;
   const int copies = argc > 7 ? std::atoi(argv[7]) : 1;
   const DTypeTraits* tr = type ? dtype_traits(*type) : nullptr;
-  if (!tr || !tr->from_float) {
+  // Q2_K and Q3_K have no quantizer here: random blocks with finite scales stand in (the kernels' work
+  // does not depend on the values).
+  const bool random_blocks = type && (*type == DType::Q2_K || *type == DType::Q3_K);
+  if (!tr || (!tr->from_float && !random_blocks)) {
     std::fprintf(stderr, "ignis-bench-matmul: unknown or unquantizable type '%s'\n", argv[1]);
     return 2;
   }
@@ -46,9 +53,21 @@ int main(int argc, char** argv) {
   const size_t rb = row_bytes(*type, n_in);
   std::vector<float> row(n_in);
   std::vector<uint8_t> raw(rb * n_out);
-  for (int64_t o = 0; o < n_out; ++o) {
+  for (int64_t o = 0; o < n_out && !random_blocks; ++o) {
     for (auto& v : row) v = nd(rng) * 0.02f;
     tr->from_float(row.data(), raw.data() + rb * o, n_in);
+  }
+  if (random_blocks) {
+    for (auto& b : raw) b = static_cast<uint8_t>(rng());
+    const uint16_t d = f32_to_f16(0.01f);
+    for (size_t at = 0; at < raw.size(); at += tr->block_bytes) {
+      if (*type == DType::Q2_K) {
+        std::memcpy(raw.data() + at + offsetof(BlockQ2_K, d), &d, 2);
+        std::memcpy(raw.data() + at + offsetof(BlockQ2_K, dmin), &d, 2);
+      } else {
+        std::memcpy(raw.data() + at + offsetof(BlockQ3_K, d), &d, 2);
+      }
+    }
   }
   const cpu::WeightView w{*type, raw.data(), n_in, n_out};
   std::vector<std::unique_ptr<cpu::PackedStore>> stores;

@@ -95,9 +95,39 @@ std::string cpu_model() {
   return out;
 }
 
-// "qwen2 0.5B Q4_0" in llama-bench's style: arch, size class, dominant weight type.
+// The names llama-bench gives the llama_ftype values of general.file_type (those of types ignis loads).
+const char* file_type_label(uint64_t ft) {
+  switch (ft) {
+    case 0: return "all F32";
+    case 1: return "F16";
+    case 2: return "Q4_0";
+    case 3: return "Q4_1";
+    case 7: return "Q8_0";
+    case 8: return "Q5_0";
+    case 9: return "Q5_1";
+    case 10: return "Q2_K - Medium";
+    case 11: return "Q3_K - Small";
+    case 12: return "Q3_K - Medium";
+    case 13: return "Q3_K - Large";
+    case 14: return "Q4_K - Small";
+    case 15: return "Q4_K - Medium";
+    case 16: return "Q5_K - Small";
+    case 17: return "Q5_K - Medium";
+    case 18: return "Q6_K";
+    case 21: return "Q2_K - Small";
+    case 32: return "BF16";
+    default: return nullptr;
+  }
+}
+
+// "qwen2 0.5B Q4_K - Medium" in llama-bench's style: arch, size class, and the file type its
+// general.file_type names (else the weight type holding the most bytes).
 std::string model_type(const model::Model& m) {
   const auto& hp = m.hparams();
+  double params = double(m.n_params());
+  std::string size = params >= 1e9 ? fmt::format("{:.1f}B", params / 1e9) : fmt::format("{:.0f}M", params / 1e6);
+  if (const gguf::Value* ft = m.file().find("general.file_type"); ft && ft->is_integer() && ft->i >= 0)
+    if (const char* label = file_type_label(static_cast<uint64_t>(ft->i))) return fmt::format("{} {} {}", hp.arch, size, label);
   std::map<std::string, uint64_t> bytes_by_type;
   for (const auto& t : m.file().tensors())
     if (t.shape.size() >= 2) bytes_by_type[dtype_name(t.type)] += t.n_bytes;
@@ -106,8 +136,6 @@ std::string model_type(const model::Model& m) {
   for (auto& [name, b] : bytes_by_type)
     if (b > best) best = b, type = name;
   std::transform(type.begin(), type.end(), type.begin(), ::toupper);
-  double params = double(m.n_params());
-  std::string size = params >= 1e9 ? fmt::format("{:.1f}B", params / 1e9) : fmt::format("{:.0f}M", params / 1e6);
   return fmt::format("{} {} {}", hp.arch, size, type);
 }
 

@@ -36,6 +36,13 @@ for r in rows:
     assert m and float(m.group(1)) > 0, r[6]
 EOF
 
+# 1b. The model column names general.file_type as llama-bench does (a Q4_K_M mix: "Q4_K - Medium").
+KM="$TMP/tiny-qwen2-q4_k_m.gguf"
+"$IGNIS_BINARY_DIR/bin/ignis-mkmodel" --preset tiny-qwen2 --type q4_k_m --ctx 64 -o "$KM" > /dev/null || fail "ignis-mkmodel q4_k_m"
+timeout 300 "$IGNIS_BIN" bench -m "$KM" -p 8 -n 0 -t 1 -r 1 > "$TMP/km" 2> "$TMP/km.err" || fail "q4_k_m run: $(cat "$TMP/km.err")"
+row=$(sed -n 3p "$TMP/km" | cut -d'|' -f2 | xargs)
+[[ $row == "qwen2 "*" Q4_K - Medium" ]] || fail "q4_k_m model column: '$row'"
+
 # 2. JSON: one object per line with llama-bench's field names plus peak_rss_bytes and load_ms.
 timeout 300 "$IGNIS_BIN" bench -m "$MODEL" -p 16,8 -n 4 -t 2 -r 3 -o json > "$TMP/json" 2> "$TMP/json.err" ||
   fail "json run: $(cat "$TMP/json.err")"
