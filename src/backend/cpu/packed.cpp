@@ -53,14 +53,33 @@ void pack_nibbles(const uint8_t* qs, uint8_t* chunks, int64_t k) {
   store32(lane(chunks, 3, k), ((w2 >> 4) & kLo) | (((w3 >> 4) & kLo) << 4));
 }
 
-// Q5_0 / Q5_1: or-s row k's 5th bits (ggml's qh) into the record's 8 masks at `at`: bit 4k + j of mask g
-// = 5th bit of element 4g + j (the masks start zeroed).
+// Q5_0 / Q5_1: row k's 5th bits (ggml's qh, bit 4g + j = element 4g + j) as its lane of the record's qh
+// chunk at `at`: bit g of byte j = the 5th bit of element 4g + j (a 4 x 8 bit transpose).
 void pack_fifth_bits(const uint8_t qh_bytes[4], uint8_t* at, int64_t k) {
   const uint32_t qh = load32(qh_bytes);
-  auto* masks = reinterpret_cast<uint64_t*>(at);
-  for (int g = 0; g < 8; ++g)
-    for (int j = 0; j < 4; ++j)
-      if ((qh >> (4 * g + j)) & 1) masks[g] |= uint64_t{1} << (4 * k + j);
+  uint32_t out = 0;
+  for (int j = 0; j < 4; ++j) {
+    uint32_t x = (qh >> j) & 0x11111111u;  // bit 4g: element 4g + j
+    x = (x | x >> 3) & 0x03030303u;
+    x = (x | x >> 6) & 0x000f000fu;
+    x = (x | x >> 12) & 0xffu;  // bit g
+    out |= x << (8 * j);
+  }
+  store32(lane(at, 0, k), out);
+}
+
+// The inverse: row k's qh (ggml's bit order) from the qh chunk at `at`.
+uint32_t unpack_fifth_bits(const uint8_t* at, int64_t k) {
+  const uint32_t v = load32(at + 4 * k);
+  uint32_t qh = 0;
+  for (int j = 0; j < 4; ++j) {
+    uint32_t y = (v >> (8 * j)) & 0xffu;  // bit g: element 4g + j
+    y = (y | y << 12) & 0x000f000fu;
+    y = (y | y << 6) & 0x03030303u;
+    y = (y | y << 3) & 0x11111111u;  // bit 4g
+    qh |= y << j;
+  }
+  return qh;
 }
 
 // Writes row k's block `src` (ggml layout) into the record `rec` of its row group (the type a template
@@ -208,8 +227,8 @@ void pack_block(const uint8_t* src, uint8_t* rec, int64_t k) {
 }
 
 // Packs row groups [g_begin, g_end) of w as groups row0 / kPackRows + g of the packed matrix at dst
-// (row0 a multiple of kPackRows). Each group is zeroed (rows past n_out stay 0, and Q5_0's bit masks are
-// or-ed in) and filled while it is in cache, from its rows read in order (one sequential stream).
+// (row0 a multiple of kPackRows). A last partial group is zeroed (rows past n_out stay 0); each is filled
+// while it is in cache, from its rows read in order (one sequential stream).
 template <DType T>
 void pack_groups_of(const WeightView& w, uint8_t* dst, int64_t row0, int64_t g_begin, int64_t g_end) {
   const int64_t nb = w.n_in / block_elems(T);
@@ -221,12 +240,12 @@ void pack_groups_of(const WeightView& w, uint8_t* dst, int64_t row0, int64_t g_b
     uint8_t* group = dst + (row0 / kR + g) * group_bytes;
     const int64_t n_rows = std::min(kR, w.n_out - g * kR);
     const uint8_t* src = static_cast<const uint8_t*>(w.data) + src_row * static_cast<size_t>(g * kR);
-    // Whole groups of the types whose records the rows fill completely are not zeroed first.
+    // Whole groups are not zeroed first: their rows write every byte of the records.
     // NOTE: with the per-block type switch hoisted too, load to first token (bench/load-vs-llamacpp.sh
     // 3, Zen 5 VM) 0.5B Q8_0 1,294 -> 1,301 ms, Qwen3-0.6B Q8_0 1,731 -> 1,464, 0.5B Q4_K_M 1,824 ->
     // 1,577. What is left is mostly the kernel's: faulting in and zeroing the fresh pages (49% of the
     // load's samples, clear_page 20%) against 28% for this loop.
-    if (n_rows < kR || T == DType::Q5_0 || T == DType::Q5_1) std::memset(group, 0, group_bytes);
+    if (n_rows < kR) std::memset(group, 0, group_bytes);
     for (int64_t k = 0; k < n_rows; ++k)
       for (int64_t b = 0; b < nb; ++b) pack_block<T>(src + k * src_row + b * src_block, group + b * rec, k);
   }
@@ -293,13 +312,7 @@ void unpack_block(DType t, const uint8_t* rec, int64_t k, uint8_t* dst) {
       BlockQ5_0 b;
       b.d = d16[k];
       unpack_nibbles(b.qs);
-      uint32_t qh = 0;
-      for (int g = 0; g < 8; ++g) {
-        uint64_t mask;
-        std::memcpy(&mask, rec + 32 + 256 + 8 * g, 8);
-        qh |= static_cast<uint32_t>((mask >> (4 * k)) & 0xf) << (4 * g);
-      }
-      std::memcpy(b.qh, &qh, 4);
+      store32(b.qh, unpack_fifth_bits(rec + 32 + 256, k));
       std::memcpy(dst, &b, sizeof b);
       break;
     }

@@ -24,10 +24,10 @@
 // 64 bytes, 4 bytes per row (lane k = row k of the group), each chunk holding one group of 4 elements
 // ("element group g" = elements 4g..4g+3 of the block). Records:
 //   Q4_0  [16 f16 d][4 chunks: low nibbles = group 2m, high nibbles = group 2m+1; q + 8]
-//   Q5_0  [16 f16 d][4 nibble chunks as Q4_0][8 x 64-bit masks: bit 4k+j of mask g = 5th bit of element
-//         4g+j of row k]; q + 16
+//   Q5_0  [16 f16 d][4 nibble chunks as Q4_0][qh chunk: bit g of byte j = 5th bit of element 4g+j];
+//         q + 16
 //   Q4_1  [16 f16 d][16 f16 m][4 nibble chunks as Q4_0]; q as is
-//   Q5_1  [16 f16 d][16 f16 m][4 nibble chunks][8 masks as Q5_0]; q as is
+//   Q5_1  [16 f16 d][16 f16 m][4 nibble chunks][qh chunk as Q5_0]; q as is
 //   Q8_0  [16 f16 d][8 chunks, group j, as unsigned q + 128]
 //   Q4_K  [16 f16 d][16 f16 dmin][8 x 16 u8 scales, [sub-block][row]][4 x 16 x 2 u8 mins, [pair][row][2]]
 //         [32 chunks (i, c) = 8i + c: low nibbles = sub-block 2i group c, high = sub-block 2i+1 group c]

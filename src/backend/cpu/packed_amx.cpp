@@ -86,12 +86,9 @@ __attribute__((always_inline)) inline void unpack_b(int64_t nb, const uint8_t* g
       const __m512i c = _mm512_loadu_si512(rec + 32 + 64 * m);
       __m512i lo = _mm512_and_si512(c, m0f), hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), m0f);
       if constexpr (T == DType::Q5_0) {
-        const __m512i b4 = _mm512_set1_epi8(0x10);
-        __mmask64 k0, k1;
-        std::memcpy(&k0, rec + 32 + 256 + 8 * (2 * m), 8);
-        std::memcpy(&k1, rec + 32 + 256 + 8 * (2 * m + 1), 8);
-        lo = _mm512_or_si512(lo, _mm512_maskz_mov_epi8(k0, b4));
-        hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(k1, b4));
+        const __m512i qh = _mm512_loadu_si512(rec + 32 + 256);
+        lo = q5_group_quants(lo, qh, 2 * m);
+        hi = q5_group_quants(hi, qh, 2 * m + 1);
       }
       _mm512_store_si512(o + 128 * m, _mm512_sub_epi8(lo, off));
       _mm512_store_si512(o + 128 * m + 64, _mm512_sub_epi8(hi, off));

@@ -22,7 +22,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/packed.h"
-#include "backend/cpu/vec_dot_x86.h"  // load256, fifth_bits (32 bits -> 32 bytes of 0x10 where set), hsum
+#include "backend/cpu/vec_dot_x86.h"  // load256, hsum
 #include "core/quant_blocks.h"
 
 namespace ignis::cpu {
@@ -66,6 +66,14 @@ inline void store_rows(float* out, int n_rows, __m256 v) {
 
 // ---- 32-element blocks: Q4_0, Q5_0, Q8_0 ----
 
+// Bit g of each byte of a packed Q5_0 record's qh chunk (8 rows' lanes, packed.h) moved to bit 4, the
+// other bits 0: element group g's 5th bits. (A 16-bit shift brings in bits of the lane's other byte, but
+// never at bit 4.)
+inline __m256i q5_fifth_bits(__m256i qh, int g) {
+  const __m256i v = g < 4 ? _mm256_slli_epi16(qh, 4 - g) : _mm256_srli_epi16(qh, g - 4);
+  return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
 // Halves h0 .. h0 + NH - 1 of a row group, in one pass over its records.
 template <DType T, int NX, int NH>
 void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
@@ -97,8 +105,9 @@ void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
           w1 = _mm256_and_si256(_mm256_srli_epi16(ch, 4), m0f);
         }
         if constexpr (T == DType::Q5_0) {
-          w0 = _mm256_or_si256(w0, fifth_bits(rec + 32 + 256 + 8 * (2 * k) + 4 * h));
-          w1 = _mm256_or_si256(w1, fifth_bits(rec + 32 + 256 + 8 * (2 * k + 1) + 4 * h));
+          const __m256i qh = load256(rec + 32 + 256 + 32 * h);
+          w0 = _mm256_or_si256(w0, q5_fifth_bits(qh, 2 * k));
+          w1 = _mm256_or_si256(w1, q5_fifth_bits(qh, 2 * k + 1));
         }
         IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
           const uint8_t* xq = x + t * x_stride + b * 32;

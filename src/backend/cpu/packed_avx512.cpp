@@ -65,15 +65,13 @@ inline void decode32(const uint8_t* rec, __m512i w[8]) {
     const __m512i m0f = _mm512_set1_epi8(0x0f);
     IGNIS_UNROLL for (int m = 0; m < 4; ++m) {
       const __m512i c = _mm512_loadu_si512(q + 64 * m);
-      w[2 * m] = _mm512_and_si512(c, m0f);
-      w[2 * m + 1] = _mm512_and_si512(_mm512_srli_epi16(c, 4), m0f);
-    }
-    if constexpr (kFifthBit<T>) {
-      const __m512i b4 = _mm512_set1_epi8(0x10);
-      IGNIS_UNROLL for (int g = 0; g < 8; ++g) {
-        __mmask64 mk;
-        std::memcpy(&mk, q + 256 + 8 * g, 8);
-        w[g] = _mm512_mask_add_epi8(w[g], mk, w[g], b4);  // nibble + 16 = nibble | 16 where the bit is set
+      if constexpr (kFifthBit<T>) {
+        const __m512i qh = _mm512_loadu_si512(q + 256);
+        w[2 * m] = q5_group_quants(c, qh, 2 * m);
+        w[2 * m + 1] = q5_group_quants(_mm512_srli_epi16(c, 4), qh, 2 * m + 1);
+      } else {
+        w[2 * m] = _mm512_and_si512(c, m0f);
+        w[2 * m + 1] = _mm512_and_si512(_mm512_srli_epi16(c, 4), m0f);
       }
     }
   }
@@ -143,12 +141,11 @@ void packed_dot32_rg(int64_t nb, const uint8_t* group, size_t group_bytes, const
           w[g] = _mm512_loadu_si512(rec[g] + 32 + 64 * j);
         } else {
           const __m512i c = _mm512_loadu_si512(rec[g] + kQuantsAt<T> + 64 * (j / 2));
-          w[g] = (j % 2 == 0) ? _mm512_and_si512(c, m0f) : _mm512_and_si512(_mm512_srli_epi16(c, 4), m0f);
-          if constexpr (kFifthBit<T>) {
-            __mmask64 mk;
-            std::memcpy(&mk, rec[g] + kQuantsAt<T> + 256 + 8 * j, 8);
-            w[g] = _mm512_mask_add_epi8(w[g], mk, w[g], _mm512_set1_epi8(0x10));
-          }
+          const __m512i nib = (j % 2 == 0) ? c : _mm512_srli_epi16(c, 4);
+          if constexpr (kFifthBit<T>)
+            w[g] = q5_group_quants(nib, _mm512_loadu_si512(rec[g] + kQuantsAt<T> + 256), j);
+          else
+            w[g] = _mm512_and_si512(nib, m0f);
         }
       }
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
