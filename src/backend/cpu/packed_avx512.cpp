@@ -262,7 +262,6 @@ template <int NX>
 void packed_dot_q2k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows) {
   constexpr int64_t kRec = packed_record_bytes(DType::Q2_K);
-  const __m512i m03 = _mm512_set1_epi8(0x03);
   __m512 acc[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t s = 0; s < nb; ++s) {
@@ -279,16 +278,7 @@ void packed_dot_q2k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
       IGNIS_UNROLL for (int f = 0; f < 4; ++f) {
         const int i = 4 * hh + f;
         __m512i a0[NX], a1[NX];
-        IGNIS_UNROLL for (int t = 0; t < NX; ++t) a0[t] = a1[t] = _mm512_setzero_si512();
-        IGNIS_UNROLL for (int c = 0; c < 4; ++c) {
-          const __m512i qa = _mm512_and_si512(f ? _mm512_srli_epi16(ch[c], 2 * f) : ch[c], m03);
-          const __m512i qb = _mm512_and_si512(f ? _mm512_srli_epi16(ch[c + 4], 2 * f) : ch[c + 4], m03);
-          IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-            const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs) + 4 * (32 * hh + 8 * f + c);
-            a0[t] = dpbusd_bcast(a0[t], qa, xq);
-            a1[t] = dpbusd_bcast(a1[t], qb, xq + 16);
-          }
-        }
+        q2k_pair_dots<NX>(ch, hh, f, x, x_stride, s, a0, a1);
         const __m512i v = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 64 + 32 * i)));
         IGNIS_UNROLL for (int t = 0; t < NX; ++t) q2k_pair(a0[t], a1[t], v, side_k(x + t * x_stride, nb, s)[i], isum[t], msum[t]);
       }

@@ -123,6 +123,25 @@ inline __m512i q5_group_quants(__m512i nib, __m512i qh, int g) {
   return _mm512_ternarylogic_epi32(nib, bit, _mm512_set1_epi8(0x0f), 0xEC);  // (nib & 0x0f) | bit
 }
 
+// Q2_K's dots of sub-block pair i = 4 hh + f of super-block s, for the packed and the rows kernel alike:
+// ch holds half hh's 8 chunks (ggml's qs dwords 8 hh .. 8 hh + 7 of the 16 rows); field f of chunks 0..3
+// is sub-block 2i, of chunks 4..7 sub-block 2i + 1; a0 / a1 get each token's dots with them.
+template <int NX>
+inline void q2k_pair_dots(const __m512i ch[8], int hh, int f, const uint8_t* x, size_t x_stride, int64_t s,
+                          __m512i a0[NX], __m512i a1[NX]) {
+  const __m512i m03 = _mm512_set1_epi8(0x03);
+  _Pragma("GCC unroll 8") for (int t = 0; t < NX; ++t) a0[t] = a1[t] = _mm512_setzero_si512();
+  _Pragma("GCC unroll 4") for (int c = 0; c < 4; ++c) {
+    const __m512i qa = _mm512_and_si512(f ? _mm512_srli_epi16(ch[c], 2 * f) : ch[c], m03);
+    const __m512i qb = _mm512_and_si512(f ? _mm512_srli_epi16(ch[c + 4], 2 * f) : ch[c + 4], m03);
+    _Pragma("GCC unroll 8") for (int t = 0; t < NX; ++t) {
+      const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs) + 4 * (32 * hh + 8 * f + c);
+      a0[t] = dpbusd_bcast(a0[t], qa, xq);
+      a1[t] = dpbusd_bcast(a1[t], qb, xq + 16);
+    }
+  }
+}
+
 // The quants (0..31) of chunk (i, c) of a packed Q5_K record (packed.h) from the chunk ch and qh chunk c:
 // the low (high) nibbles with bit 2i (2i + 1) of each qh byte moved to bit 4.
 inline void q5k_chunk_quants(__m512i ch, __m512i qh, int i, __m512i& lo, __m512i& hi) {

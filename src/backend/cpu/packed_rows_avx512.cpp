@@ -232,87 +232,22 @@ void rows_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
 }
 
-// Element group h + 16u (u < 4) of a Q6_K super-block is ql dword h of half u / 2 (high nibbles for odd
-// u) with 2 bits of qh dword h % 8 of that half (shifted by 2 (h / 8) + 4 (u % 2)); its sub-block is
-// j + 4u for h = 4j..4j+3, as packed_dot_q6k takes them.
-template <int NX>
-void rows_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
-                  int n_rows) {
-  const Rows rows(group, static_cast<size_t>(nb) * sizeof(BlockQ6_K), n_rows, nb);
-  const __m512i m0f = _mm512_set1_epi8(0x0f), m03 = _mm512_set1_epi8(0x03);
+// The super-block walk Q6_K and Q3_K share on ggml's rows (both end in their f16 d): per j < 4, element
+// groups h = 4j + hh (hh < 4) against sub-blocks j + 4u, each dot started from the activation's side
+// entry, then times its int8 scale (scales(rows, at, sc): dword u of sc holds sub-blocks 4u..4u+3), and
+// the super-block's sum times d. load(rows, at, j) returns quants(hh, q[4]): the quants of element groups
+// h + 16u, as packed_dot_q6k takes them.
+template <int NX, size_t kBlock, class Scales, class Load>
+void rows_dot_q6k_shape(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
+                        int64_t out_stride, int n_rows, Scales&& scales, Load&& load) {
+  const Rows rows(group, static_cast<size_t>(nb) * kBlock, n_rows, nb);
   __m512 acc[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t s = 0; s < nb; ++s) {
-    const size_t at = static_cast<size_t>(s) * sizeof(BlockQ6_K);
+    const size_t at = static_cast<size_t>(s) * kBlock;
     rows.prefetch_next(s);
-    __m512i sc[4];  // dword u of the 16 scales: sub-blocks 4u..4u+3
-    rows.t4(at + offsetof(BlockQ6_K, scales), sc);
-    __m512i isum[NX];
-    IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm512_setzero_si512();
-    for (int j = 0; j < 4; ++j) {
-      __m512i a[NX][4];
-      IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-        const int32_t* sd = side_k(x + t * x_stride, nb, s);
-        IGNIS_UNROLL for (int u = 0; u < 4; ++u) a[t][u] = _mm512_set1_epi32(sd[j + 4 * u]);
-      }
-      __m512i ql[2][4], qh[2][4];
-      IGNIS_UNROLL for (int half = 0; half < 2; ++half) {
-        rows.t4(at + 64 * half + 16 * j, ql[half]);
-        rows.t4(at + offsetof(BlockQ6_K, qh) + 32 * half + 16 * (j % 2), qh[half]);
-      }
-      IGNIS_UNROLL for (int hh = 0; hh < 4; ++hh) {
-        const int h = 4 * j + hh;
-        __m512i q[4];
-        IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
-          const __m512i l = ql[u / 2][hh], hb = qh[u / 2][hh];
-          const __m512i lo = _mm512_and_si512(u % 2 ? _mm512_srli_epi16(l, 4) : l, m0f);
-          const int sh = 2 * (j / 2) + 4 * (u % 2);
-          q[u] = _mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hb, sh), m03), 4));
-        }
-        IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-          const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs);
-          IGNIS_UNROLL for (int u = 0; u < 4; ++u) a[t][u] = dpbusd_bcast(a[t][u], q[u], xq + 4 * (h + 16 * u));
-        }
-      }
-      IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
-        // Sub-block j + 4u: byte j of sc[u], sign-extended.
-        const __m512i scv = _mm512_srai_epi32(_mm512_slli_epi32(sc[u], 24 - 8 * j), 24);
-        IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(a[t][u], scv));
-      }
-    }
-    // d: the high half of the dword ending the block (a gather of the last 4 bytes stays inside it).
-    const __m512 d = rows.f16s(at + sizeof(BlockQ6_K) - 4, true);
-    IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = scale_add(acc[t], isum[t], d, act_k(x + t * x_stride, s)->d);
-  }
-  IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
-}
-
-// Q3_K: element group h + 16u (u < 4) has its low bits in qs dword 8 (u / 2) + h % 8 at bits 2 (h / 8 +
-// 2 (u % 2)) of each byte and its high bits in hmask dword h % 8 at bit 4 (u / 2) + 2 (u % 2) + h / 8
-// (ggml: element 128 a + 32 b + l has qs[32 a + l] >> 2 b and bit 4 a + b of hmask[l]); sub-blocks and
-// scales as Q6_K's (the i8 scales from the 12 packed bytes).
-template <int NX>
-void rows_dot_q3k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
-                  int n_rows) {
-  const Rows rows(group, static_cast<size_t>(nb) * sizeof(BlockQ3_K), n_rows, nb);
-  const __m512i m03 = _mm512_set1_epi8(0x03), m0f = _mm512_set1_epi8(0x0f), b32 = _mm512_set1_epi8(32);
-  auto move = [](__m512i v, int from, int to, int n) {
-    return _mm512_gf2p8affine_epi64_epi8(v, _mm512_set1_epi64(static_cast<long long>(gf_move_bits(from, to, n))), 0);
-  };
-  __m512 acc[NX];
-  IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t s = 0; s < nb; ++s) {
-    const size_t at = static_cast<size_t>(s) * sizeof(BlockQ3_K);
-    rows.prefetch_next(s);
-    // The 16 scales (q3k_scales): dword u of sc holds sub-blocks 4u..4u+3, each minus 32.
-    const size_t sa = at + offsetof(BlockQ3_K, scales);
-    const __m512i w0 = rows.gather32(sa), w1 = rows.gather32(sa + 4), w2 = rows.gather32(sa + 8);
     __m512i sc[4];
-    sc[0] = _mm512_ternarylogic_epi32(w0, _mm512_slli_epi32(_mm512_and_si512(w2, m03), 4), m0f, 0xEC);
-    sc[1] = _mm512_ternarylogic_epi32(w1, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w2, 2), m03), 4), m0f, 0xEC);
-    sc[2] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(w0, 4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w2, 4), m03), 4), m0f, 0xEC);
-    sc[3] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(w1, 4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w2, 6), m03), 4), m0f, 0xEC);
-    IGNIS_UNROLL for (int u = 0; u < 4; ++u) sc[u] = _mm512_sub_epi8(sc[u], b32);
+    scales(rows, at, sc);
     __m512i isum[NX];
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm512_setzero_si512();
     for (int j = 0; j < 4; ++j) {
@@ -321,16 +256,11 @@ void rows_dot_q3k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
         const int32_t* sd = side_k(x + t * x_stride, nb, s);
         IGNIS_UNROLL for (int u = 0; u < 4; ++u) a[t][u] = _mm512_set1_epi32(sd[j + 4 * u]);
       }
-      __m512i ql[2][4], hm[4];
-      IGNIS_UNROLL for (int half = 0; half < 2; ++half) rows.t4(at + offsetof(BlockQ3_K, qs) + 32 * half + 16 * (j % 2), ql[half]);
-      rows.t4(at + offsetof(BlockQ3_K, hmask) + 16 * (j % 2), hm);
+      const auto quants = load(rows, at, j);
       IGNIS_UNROLL for (int hh = 0; hh < 4; ++hh) {
         const int h = 4 * j + hh;
         __m512i q[4];
-        IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
-          const __m512i lo = move(ql[u / 2][hh], 2 * (h / 8 + 2 * (u % 2)), 0, 2);
-          q[u] = _mm512_or_si512(lo, move(hm[hh], 4 * (u / 2) + 2 * (u % 2) + h / 8, 2, 1));
-        }
+        quants(hh, q);
         IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
           const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs);
           IGNIS_UNROLL for (int u = 0; u < 4; ++u) a[t][u] = dpbusd_bcast(a[t][u], q[u], xq + 4 * (h + 16 * u));
@@ -342,10 +272,81 @@ void rows_dot_q3k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
       }
     }
     // d: the high half of the dword ending the block (a gather of the last 4 bytes stays inside it).
-    const __m512 d = rows.f16s(at + sizeof(BlockQ3_K) - 4, true);
+    const __m512 d = rows.f16s(at + kBlock - 4, true);
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = scale_add(acc[t], isum[t], d, act_k(x + t * x_stride, s)->d);
   }
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
+}
+
+// Element group h + 16u (u < 4) of a Q6_K super-block is ql dword h of half u / 2 (high nibbles for odd
+// u) with 2 bits of qh dword h % 8 of that half (shifted by 2 (h / 8) + 4 (u % 2)).
+template <int NX>
+void rows_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
+                  int n_rows) {
+  auto scales = [](const Rows& rows, size_t at, __m512i sc[4]) { rows.t4(at + offsetof(BlockQ6_K, scales), sc); };
+  auto load = [](const Rows& rows, size_t at, int j) {
+    struct Quants {
+      __m512i ql[2][4], qh[2][4];
+      int j;
+      void operator()(int hh, __m512i q[4]) const {
+        const __m512i m0f = _mm512_set1_epi8(0x0f), m03 = _mm512_set1_epi8(0x03);
+        IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
+          const __m512i l = ql[u / 2][hh], hb = qh[u / 2][hh];
+          const __m512i lo = _mm512_and_si512(u % 2 ? _mm512_srli_epi16(l, 4) : l, m0f);
+          const int sh = 2 * (j / 2) + 4 * (u % 2);
+          q[u] = _mm512_or_si512(lo, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hb, sh), m03), 4));
+        }
+      }
+    } qs;
+    qs.j = j;
+    IGNIS_UNROLL for (int half = 0; half < 2; ++half) {
+      rows.t4(at + 64 * half + 16 * j, qs.ql[half]);
+      rows.t4(at + offsetof(BlockQ6_K, qh) + 32 * half + 16 * (j % 2), qs.qh[half]);
+    }
+    return qs;
+  };
+  rows_dot_q6k_shape<NX, sizeof(BlockQ6_K)>(nb, group, x, x_stride, out, out_stride, n_rows, scales, load);
+}
+
+// Q3_K: element group h + 16u (u < 4) has its low bits in qs dword 8 (u / 2) + h % 8 at bits 2 (h / 8 +
+// 2 (u % 2)) of each byte and its high bits in hmask dword h % 8 at bit 4 (u / 2) + 2 (u % 2) + h / 8
+// (ggml: element 128 a + 32 b + l has qs[32 a + l] >> 2 b and bit 4 a + b of hmask[l]); the i8 scales
+// come from the 12 packed bytes.
+template <int NX>
+void rows_dot_q3k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
+                  int n_rows) {
+  auto scales = [](const Rows& rows, size_t at, __m512i sc[4]) {
+    // The 16 scales (q3k_scales): dword u of sc holds sub-blocks 4u..4u+3, each minus 32.
+    const __m512i m03 = _mm512_set1_epi8(0x03), m0f = _mm512_set1_epi8(0x0f);
+    const size_t sa = at + offsetof(BlockQ3_K, scales);
+    const __m512i w0 = rows.gather32(sa), w1 = rows.gather32(sa + 4), w2 = rows.gather32(sa + 8);
+    sc[0] = _mm512_ternarylogic_epi32(w0, _mm512_slli_epi32(_mm512_and_si512(w2, m03), 4), m0f, 0xEC);
+    sc[1] = _mm512_ternarylogic_epi32(w1, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w2, 2), m03), 4), m0f, 0xEC);
+    sc[2] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(w0, 4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w2, 4), m03), 4), m0f, 0xEC);
+    sc[3] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(w1, 4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(w2, 6), m03), 4), m0f, 0xEC);
+    IGNIS_UNROLL for (int u = 0; u < 4; ++u) sc[u] = _mm512_sub_epi8(sc[u], _mm512_set1_epi8(32));
+  };
+  auto load = [](const Rows& rows, size_t at, int j) {
+    struct Quants {
+      __m512i ql[2][4], hm[4];
+      int j;
+      void operator()(int hh, __m512i q[4]) const {
+        auto move = [](__m512i v, int from, int to, int n) {
+          return _mm512_gf2p8affine_epi64_epi8(v, _mm512_set1_epi64(static_cast<long long>(gf_move_bits(from, to, n))), 0);
+        };
+        const int h = 4 * j + hh;
+        IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
+          const __m512i lo = move(ql[u / 2][hh], 2 * (h / 8 + 2 * (u % 2)), 0, 2);
+          q[u] = _mm512_or_si512(lo, move(hm[hh], 4 * (u / 2) + 2 * (u % 2) + h / 8, 2, 1));
+        }
+      }
+    } qs;
+    qs.j = j;
+    IGNIS_UNROLL for (int half = 0; half < 2; ++half) rows.t4(at + offsetof(BlockQ3_K, qs) + 32 * half + 16 * (j % 2), qs.ql[half]);
+    rows.t4(at + offsetof(BlockQ3_K, hmask) + 16 * (j % 2), qs.hm);
+    return qs;
+  };
+  rows_dot_q6k_shape<NX, sizeof(BlockQ3_K)>(nb, group, x, x_stride, out, out_stride, n_rows, scales, load);
 }
 
 // Q2_K: ggml's qs dwords are the packed record's chunks (packed.h), so the same loop as packed_dot_q2k;
@@ -354,7 +355,7 @@ template <int NX>
 void rows_dot_q2k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out, int64_t out_stride,
                   int n_rows) {
   const Rows rows(group, static_cast<size_t>(nb) * sizeof(BlockQ2_K), n_rows, nb);
-  const __m512i m03 = _mm512_set1_epi8(0x03), lo8 = _mm512_set1_epi32(0xff);
+  const __m512i lo8 = _mm512_set1_epi32(0xff);
   __m512 acc[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t s = 0; s < nb; ++s) {
@@ -371,16 +372,7 @@ void rows_dot_q2k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
       IGNIS_UNROLL for (int f = 0; f < 4; ++f) {
         const int i = 4 * hh + f;
         __m512i a0[NX], a1[NX];
-        IGNIS_UNROLL for (int t = 0; t < NX; ++t) a0[t] = a1[t] = _mm512_setzero_si512();
-        IGNIS_UNROLL for (int c = 0; c < 4; ++c) {
-          const __m512i qa = _mm512_and_si512(f ? _mm512_srli_epi16(ch[c], 2 * f) : ch[c], m03);
-          const __m512i qb = _mm512_and_si512(f ? _mm512_srli_epi16(ch[c + 4], 2 * f) : ch[c + 4], m03);
-          IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-            const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs) + 4 * (32 * hh + 8 * f + c);
-            a0[t] = dpbusd_bcast(a0[t], qa, xq);
-            a1[t] = dpbusd_bcast(a1[t], qb, xq + 16);
-          }
-        }
+        q2k_pair_dots<NX>(ch, hh, f, x, x_stride, s, a0, a1);
         const __m512i half = _mm512_srli_epi32(sc[i / 2], 16 * (i % 2));
         const __m512i v = _mm512_or_si512(_mm512_and_si512(half, lo8), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(half, 8), lo8), 16));
         IGNIS_UNROLL for (int t = 0; t < NX; ++t) q2k_pair(a0[t], a1[t], v, side_k(x + t * x_stride, nb, s)[i], isum[t], msum[t]);
