@@ -82,6 +82,16 @@ uint32_t unpack_fifth_bits(const uint8_t* at, int64_t k) {
   return qh;
 }
 
+// Q6_K's qh chunk h and Q3_K's lo(h), from 16 dwords of 2-bit fields laid out as ggml's Q6_K qh and Q3_K
+// qs (within each 128-element half, element i's field at bits 2 (i / 32) of byte i % 32): bits 2c..2c+1
+// of byte j = the field of element 64 c + 4 h + j, which is byte j of dword 8 (c / 2) + h % 8 shifted by
+// 2 (2 (c % 2) + h / 8).
+uint32_t two_bit_chunk(const uint32_t src[16], int h) {
+  uint32_t v = 0;
+  for (int c = 0; c < 4; ++c) v |= ((src[8 * (c / 2) + h % 8] >> (2 * (2 * (c % 2) + h / 8))) & 0x03030303u) << (2 * c);
+  return v;
+}
+
 // Writes row k's block `src` (ggml layout) into the record `rec` of its row group (the type a template
 // argument, so that pack_groups' loop over a row's blocks has no switch in it).
 template <DType t>
@@ -161,8 +171,7 @@ void pack_block(const uint8_t* src, uint8_t* rec, int64_t k) {
       // ggml: within half a (128 elements, ql + 64 a, qh + 32 a) element i has the low nibble of ql[i] (i
       // < 64) or the high nibble of ql[i - 64], and bits 2 (i / 32) of qh[i % 32]. So ql chunk n < 16
       // (elements 4n + j of half 0 | of half 1) is ql dwords n | 16 + n, low nibbles; n >= 16 the high
-      // nibbles of dwords n - 16 | n; and qh chunk h's bits 2c..2c+1 (element 64 c + 4 h + j) are qh dword
-      // 8 (c / 2) + h % 8 shifted by 2 (2 (c % 2) + h / 8): whole dwords at once.
+      // nibbles of dwords n - 16 | n; qh chunk h is two_bit_chunk of the qh dwords: whole dwords at once.
       // NOTE: Q6_K and Q3_K were packed through a byte per element (256 per block, bit by bit), 22% of
       // the 1.5B Q4_K_M's load-and-copy samples; with dwords, `ignis bench -p 1 -n 0 -t 2 -r 1` (load,
       // copy, one token) on Zen 5, alternated 3x: 1.5B Q4_K_M 2.2-2.5 -> 1.1-1.7 s, Q3_K_M 3.1 -> 1.2 s.
@@ -174,11 +183,7 @@ void pack_block(const uint8_t* src, uint8_t* rec, int64_t k) {
         store32(lane(ql_chunk(n), 0, k), (ql[n] & kLo) | ((ql[16 + n] & kLo) << 4));
         store32(lane(ql_chunk(n + 16), 0, k), ((ql[n] >> 4) & kLo) | (ql[16 + n] & ~kLo));
       }
-      for (int hh = 0; hh < 16; ++hh) {
-        uint32_t v = 0;
-        for (int c = 0; c < 4; ++c) v |= ((qh[8 * (c / 2) + hh % 8] >> (2 * (2 * (c % 2) + hh / 8))) & 0x03030303u) << (2 * c);
-        store32(lane(qh_chunk(hh), 0, k), v);
-      }
+      for (int hh = 0; hh < 16; ++hh) store32(lane(qh_chunk(hh), 0, k), two_bit_chunk(qh, hh));
       break;
     }
     case DType::Q3_K: {
@@ -190,18 +195,13 @@ void pack_block(const uint8_t* src, uint8_t* rec, int64_t k) {
       q3k_scales(b.scales, scales);
       for (int s = 0; s < 16; ++s) sc[s * kR + k] = scales[s];
       // ggml: element e = 128 a + 32 b + l has low bits (qs[32 a + l] >> 2 b) & 3 and high bit e / 32 of
-      // hmask[l]. So byte j of lo(h)'s lane, bits 2u..2u+1 (element 64 u + 4 h + j), is byte j of qs dword
-      // 8 (u / 2) + h % 8 shifted by 2 (2 (u % 2) + h / 8); byte j of hi(m), bit 4 e + u (element 64 u +
-      // 4 n + j, n = 2 m + e), is byte j of hmask dword n % 8 shifted by 2 u + n / 8: whole dwords at once.
+      // hmask[l]. So lo(h) is two_bit_chunk of the qs dwords, and byte j of hi(m), bit 4 e + u (element
+      // 64 u + 4 n + j, n = 2 m + e), is byte j of hmask dword n % 8 shifted by 2 u + n / 8.
       uint32_t qs[16], hm[8];
       std::memcpy(qs, b.qs, sizeof qs);
       std::memcpy(hm, b.hmask, sizeof hm);
       uint8_t* tri = rec + 32 + 256;  // 8 triples of 192 bytes: lo(2m), lo(2m + 1), hi(m)
-      for (int h = 0; h < 16; ++h) {
-        uint32_t lo = 0;
-        for (int u = 0; u < 4; ++u) lo |= ((qs[8 * (u / 2) + h % 8] >> (2 * (2 * (u % 2) + h / 8))) & 0x03030303u) << (2 * u);
-        store32(lane(tri + 192 * (h / 2) + 64 * (h % 2), 0, k), lo);
-      }
+      for (int h = 0; h < 16; ++h) store32(lane(tri + 192 * (h / 2) + 64 * (h % 2), 0, k), two_bit_chunk(qs, h));
       for (int m = 0; m < 8; ++m) {
         uint32_t hi = 0;
         for (int e = 0; e < 2; ++e) {

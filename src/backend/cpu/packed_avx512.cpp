@@ -63,10 +63,10 @@ inline void decode32(const uint8_t* rec, __m512i w[8]) {
     IGNIS_UNROLL for (int j = 0; j < 8; ++j) w[j] = _mm512_loadu_si512(q + 64 * j);
   } else {
     const __m512i m0f = _mm512_set1_epi8(0x0f);
+    [[maybe_unused]] const __m512i qh = kFifthBit<T> ? _mm512_loadu_si512(q + 256) : m0f;
     IGNIS_UNROLL for (int m = 0; m < 4; ++m) {
       const __m512i c = _mm512_loadu_si512(q + 64 * m);
       if constexpr (kFifthBit<T>) {
-        const __m512i qh = _mm512_loadu_si512(q + 256);
         w[2 * m] = q5_group_quants(c, qh, 2 * m);
         w[2 * m + 1] = q5_group_quants(_mm512_srli_epi16(c, 4), qh, 2 * m + 1);
       } else {
@@ -127,6 +127,8 @@ void packed_dot32_rg(int64_t nb, const uint8_t* group, size_t group_bytes, const
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* rec[G];
     IGNIS_UNROLL for (int g = 0; g < G; ++g) rec[g] = group + g * group_bytes + b * kRec;
+    [[maybe_unused]] __m512i qh[G];  // Q5_0 / Q5_1: the records' qh chunks
+    if constexpr (kFifthBit<T>) IGNIS_UNROLL for (int g = 0; g < G; ++g) qh[g] = _mm512_loadu_si512(rec[g] + kQuantsAt<T> + 256);
     __m512i ia[G][NX];
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
       int32_t cx;
@@ -143,7 +145,7 @@ void packed_dot32_rg(int64_t nb, const uint8_t* group, size_t group_bytes, const
           const __m512i c = _mm512_loadu_si512(rec[g] + kQuantsAt<T> + 64 * (j / 2));
           const __m512i nib = (j % 2 == 0) ? c : _mm512_srli_epi16(c, 4);
           if constexpr (kFifthBit<T>)
-            w[g] = q5_group_quants(nib, _mm512_loadu_si512(rec[g] + kQuantsAt<T> + 256), j);
+            w[g] = q5_group_quants(nib, qh[g], j);
           else
             w[g] = _mm512_and_si512(nib, m0f);
         }
