@@ -17,19 +17,26 @@ probe_all() {  # LLAMA_DIR MODEL...: a 64-token prefill of every model with "${L
     { "${LLAMA_ENV[@]}" "$LL/build/bin/llama-bench" -m "$m" -p 64 -n 0 -r 1 -t 1 >/dev/null 2>&1; } 2>/dev/null || return 1
   done
 }
+#
+# LLAMA_CPU_VARIANT=haswell (or another of the package's libggml-cpu-*.so names) skips the probe and
+# takes that prebuilt backend: with IGNIS_ISA=avx2 for ignis, an AVX2-only machine's side by side on an
+# AVX-512 host.
 llamacpp_libs() {
   LLAMA_ENV=(env)
   LLAMA_CPU_LIB="native build"
-  if probe_all "$@"; then return 0; fi
+  if [ -z "${LLAMA_CPU_VARIANT:-}" ] && probe_all "$@"; then return 0; fi
   local pre="$SCRATCH/nlc/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64" variant
   [ -d "$pre" ] || { echo "llama-bench fails and there is no prebuilt CPU backend at $pre" >&2; return 1; }
   grep -qw amx_int8 /proc/cpuinfo && variant=sapphirerapids || variant=$(
     grep -qw avx512f /proc/cpuinfo && echo icelake || echo haswell)
+  variant=${LLAMA_CPU_VARIANT:-$variant}
+  [ -f "$pre/libggml-cpu-$variant.so" ] || { echo "no prebuilt CPU backend libggml-cpu-$variant.so in $pre" >&2; return 1; }
   local dir="$SCRATCH/llama-prebuilt-$variant"
   mkdir -p "$dir"
   ln -sf "$pre/libggml-cpu-$variant.so" "$dir/libggml-cpu.so.0"
   ln -sf "$pre/libggml-base.so" "$dir/libggml-base.so.0"
   LLAMA_ENV=(env "LD_LIBRARY_PATH=$dir")
-  LLAMA_CPU_LIB="node-llama-cpp prebuilt libggml-cpu-$variant.so (the native build fails here)"
+  LLAMA_CPU_LIB="node-llama-cpp prebuilt libggml-cpu-$variant.so"
+  [ -n "${LLAMA_CPU_VARIANT:-}" ] || LLAMA_CPU_LIB+=" (the native build fails here)"
   probe_all "$@" || { echo "llama-bench fails with both the native and the prebuilt $variant backend" >&2; return 1; }
 }

@@ -1,5 +1,5 @@
-// Weights repacked into a row-interleaved layout for AVX-512 VNNI and AVX2 (Q4_0, Q5_0, Q8_0, Q4_K,
-// Q6_K; Q4_1, Q5_1, Q2_K, Q3_K, Q5_K and BF16 on AVX-512 only): at load, or after it in the background
+// Weights repacked into a row-interleaved layout for AVX-512 VNNI and AVX2 (Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; BF16 on AVX-512 only): at load, or after it in the background
 // (copied_in_background).
 //
 // Why: in ggml's layout every 32-element block carries its own scale, so a SIMD kernel must reduce each
@@ -112,8 +112,8 @@ size_t packed_group_bytes(DType t, int64_t n_in);
 // Bytes of one converted activation row for a packed product over n_in elements.
 size_t packed_act_row_bytes(DType t, int64_t n_in);
 
-// True if matmul has a packed kernel for w on this CPU (AVX-512 VNNI or AVX2; Q4_0, Q5_0, Q8_0, Q4_K,
-// Q6_K, F16; Q4_1, Q5_1, Q2_K, Q3_K, Q5_K and BF16 on AVX-512 only).
+// True if matmul has a packed kernel for w on this CPU (AVX-512 VNNI or AVX2; Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, F16; BF16 on AVX-512 only).
 bool can_pack(const WeightView& w);
 
 // Writes the packed form of w into dst (packed_bytes(w) bytes). Requires can_pack(w)'s type/shape rules.

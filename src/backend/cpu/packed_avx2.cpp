@@ -9,9 +9,9 @@
 // NOTE: AVX2 has no vpdpbusd. vpmaddubsw multiplies the unsigned weight quants with the activation's
 // signed 4-byte group broadcast to every lane and adds adjacent pairs into int16; vpmaddwd with ones
 // then sums each row's pair of int16 into its int32 lane. The int16 sums are exact: with 4-bit weight
-// quants (Q4_0, Q4_K) and |x| <= 127 one pair is at most 2 * 15 * 127 = 3810, so 8 element groups are
-// summed in int16 (30480 < 32767) before one vpmaddwd; 5-bit Q5_0 sums 4 groups (31496), 6-bit Q6_K 2
-// groups (32004). Q8_0 takes |q| times x with q's sign (at most 2 * 128 * 127 = 32512), one vpmaddwd
+// quants (Q4_0, Q4_1, Q4_K) and |x| <= 127 one pair is at most 2 * 15 * 127 = 3810, so 8 element groups
+// are summed in int16 (30480 < 32767) before one vpmaddwd; 5-bit Q5_0, Q5_1 and Q5_K sum 4 groups
+// (31496), 3-bit Q3_K and 2-bit Q2_K 4 (7112, 3048: one sub-block), 6-bit Q6_K 2 groups (32004). Q8_0 takes |q| times x with q's sign (at most 2 * 128 * 127 = 32512), one vpmaddwd
 // per group: on Zen 3 the vector integer multiplies share one pipe, so Q8_0 costs twice Q4_0's
 // multiplies (splitting q into nibbles measured the same). Every block's (sub-block's) integer
 // dot is therefore exact, as in the AVX-512 kernels, and the float accumulation is per block in the
@@ -64,7 +64,7 @@ inline void store_rows(float* out, int n_rows, __m256 v) {
   std::memcpy(out, tmp, sizeof(float) * static_cast<size_t>(n_rows));
 }
 
-// ---- 32-element blocks: Q4_0, Q5_0, Q8_0 ----
+// ---- 32-element blocks: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 ----
 
 // Bit g of each byte of a packed Q5_0 record's qh chunk (8 rows' lanes, packed.h) moved to bit 4, the
 // other bits 0: element group g's 5th bits. (A 16-bit shift brings in bits of the lane's other byte, but
@@ -74,11 +74,14 @@ inline __m256i q5_fifth_bits(__m256i qh, int g) {
   return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
 }
 
-// Halves h0 .. h0 + NH - 1 of a row group, in one pass over its records.
+// Halves h0 .. h0 + NH - 1 of a row group, in one pass over its records. Q4_1 / Q5_1 (kMin): the
+// quants as they are, and each block adds its 8 rows' m times the token's block sum (Q8_1's s).
 template <DType T, int NX, int NH>
 void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                   int64_t out_stride, int n_rows, int h0) {
   constexpr int64_t kRec = packed_record_bytes(T);
+  constexpr bool kMin = T == DType::Q4_1 || T == DType::Q5_1, kFive = T == DType::Q5_0 || T == DType::Q5_1;
+  constexpr int64_t kHead = kMin ? 64 : 32;  // f16 d (and m) of the 16 rows
   const __m256i m0f = _mm256_set1_epi8(0x0f);
   __m256 acc[NH][NX];
   IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[hh][t] = _mm256_setzero_ps();
@@ -87,10 +90,10 @@ void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
     if constexpr (NH == 2) prefetch(rec + kDecodePrefetchBytes, kRec);  // decode: streams from DRAM
     IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) {
       const int h = h0 + hh;
-      const uint8_t* q = rec + 32 + 32 * h;
-      // a: int16 sums of element groups 0..7 (Q5_0: 0..3, c: 4..7; Q8_0: a holds int32 sums). One step
-      // takes two weight vectors: Q4_0 / Q5_0 the low and high nibbles of one chunk (element groups 2k,
-      // 2k + 1), Q8_0 |q| and q of group k; the steps' order keeps few registers live.
+      const uint8_t* q = rec + kHead + 32 * h;
+      // a: int16 sums of element groups 0..7 (Q5_0 / Q5_1: 0..3, c: 4..7; Q8_0: a holds int32 sums). One
+      // step takes two weight vectors: the 4- and 5-bit types the low and high nibbles of one chunk
+      // (element groups 2k, 2k + 1), Q8_0 |q| and q of group k; the steps' order keeps few registers live.
       __m256i a[NX], c[NX];
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) a[t] = c[t] = _mm256_setzero_si256();
       constexpr int kSteps = T == DType::Q8_0 ? 8 : 4;
@@ -104,8 +107,8 @@ void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
           w0 = _mm256_and_si256(ch, m0f);
           w1 = _mm256_and_si256(_mm256_srli_epi16(ch, 4), m0f);
         }
-        if constexpr (T == DType::Q5_0) {
-          const __m256i qh = load256(rec + 32 + 256 + 32 * h);
+        if constexpr (kFive) {
+          const __m256i qh = load256(rec + kHead + 256 + 32 * h);
           w0 = _mm256_or_si256(w0, q5_fifth_bits(qh, 2 * k));
           w1 = _mm256_or_si256(w1, q5_fifth_bits(qh, 2 * k + 1));
         }
@@ -116,7 +119,7 @@ void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
             a[t] = _mm256_add_epi32(a[t], sum_pairs(ubs(w0, _mm256_sign_epi8(xb, w1))));
           } else {
             const __m256i s = _mm256_add_epi16(ubs(w0, bcast4(xq + 8 * k)), ubs(w1, bcast4(xq + 8 * k + 4)));
-            if (T == DType::Q5_0 && k >= 2) {
+            if (kFive && k >= 2) {
               c[t] = _mm256_add_epi16(c[t], s);
             } else {
               a[t] = _mm256_add_epi16(a[t], s);
@@ -127,9 +130,12 @@ void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
       const __m256 dw = f16x8(rec + 16 * h);
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
         const uint8_t* xt = x + t * x_stride;
-        __m256i i = T == DType::Q8_0 ? a[t] : _mm256_add_epi32(_mm256_set1_epi32(act32_correction(xt, nb, b)), sum_pairs(a[t]));
-        if constexpr (T == DType::Q5_0) i = _mm256_add_epi32(i, sum_pairs(c[t]));
+        __m256i i = T == DType::Q8_0 ? a[t]
+                    : kMin          ? sum_pairs(a[t])
+                                    : _mm256_add_epi32(_mm256_set1_epi32(act32_correction(xt, nb, b)), sum_pairs(a[t]));
+        if constexpr (kFive) i = _mm256_add_epi32(i, sum_pairs(c[t]));
         acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(dw, _mm256_set1_ps(act32_scale(xt, nb, b))), acc[hh][t]);
+        if constexpr (kMin) acc[hh][t] = _mm256_fmadd_ps(f16x8(rec + 32 + 16 * h), _mm256_set1_ps(act32_sum(xt, nb, b)), acc[hh][t]);
       }
     }
   }
@@ -146,11 +152,15 @@ inline const int32_t* side_k(const uint8_t* xt, int64_t nb, int64_t s) {
   return reinterpret_cast<const int32_t*>(xt + nb * sizeof(BlockQ8_K)) + 16 * s;
 }
 
-// Halves h0 .. h0 + NH - 1 of a row group, in one pass over its records.
-template <int NX, int NH>
+// Halves h0 .. h0 + NH - 1 of a row group, in one pass over its records. Q4_K, and Q5_K (K5: the same
+// record with its qh chunks among the quants' chunks, packed.h; quants 0..31, so their int16 sums are
+// taken into the int32 ones every 4 chunks instead of 8).
+// NOTE (Q5_K): on ggml's blocks in place (the rows kernel) AVX2 prefill of Qwen2.5-1.5B Q5_K_M on a Zen 5
+// core (IGNIS_ISA=avx2) ran at 1.8x llama.cpp's AVX2 build against 2.2x and up for the packed types.
+template <int NX, int NH, bool K5 = false>
 void halves_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows, int h0) {
-  constexpr int64_t kRec = packed_record_bytes(DType::Q4_K);
+  constexpr int64_t kRec = packed_record_bytes(K5 ? DType::Q5_K : DType::Q4_K);
   const __m256i m0f = _mm256_set1_epi8(0x0f);
   __m256 acc[NH][NX];
   IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[hh][t] = _mm256_setzero_ps();
@@ -165,29 +175,46 @@ void halves_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = msum[t] = _mm256_setzero_si256();
       for (int i = 0; i < 4; ++i) {
         if (hh == 0) prefetch(rec + kRec + i * (kRec / 4), kRec / 4);
+        // Each row's scale in both words of its lane: vpmaddwd multiplies and sums a lane's int16 pair.
+        const __m256i s0 = _mm256_cvtepu8_epi32(load64(sc + 2 * i * 16));
+        const __m256i s1 = _mm256_cvtepu8_epi32(load64(sc + (2 * i + 1) * 16));
+        const __m256i w0 = _mm256_or_si256(s0, _mm256_slli_epi32(s0, 16)), w1 = _mm256_or_si256(s1, _mm256_slli_epi32(s1, 16));
         __m256i a0[NX], a1[NX];
         IGNIS_UNROLL for (int t = 0; t < NX; ++t) a0[t] = a1[t] = _mm256_setzero_si256();
-        // NOTE: not unrolled: unrolled, GCC 12 computed the 8 chunks' products first and spilled all 64 of
-        // them (4 tokens) to the stack before summing (1536 x 8960 Q4_K matmul at 64 tokens on one Zen 3
-        // thread 14.8 -> 14.2 ms; 1.5B Q4_K_M pp512 t1 24-31 -> 35-38 t/s).
-        for (int c = 0; c < 8; ++c) {
-          const __m256i ch = load256(qs + (8 * i + c) * 64);
-          const __m256i lo = _mm256_and_si256(ch, m0f), hi = _mm256_and_si256(_mm256_srli_epi16(ch, 4), m0f);
+        auto chunk = [&](int c) {
+          __m256i lo, hi;
+          if constexpr (K5) {
+            const __m256i ch = load256(rec + q5k_chunk_at(i, c) + 32 * h), qh = load256(rec + q5k_qh_at(c) + 32 * h);
+            lo = _mm256_or_si256(_mm256_and_si256(ch, m0f), q5_fifth_bits(qh, 2 * i));
+            hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ch, 4), m0f), q5_fifth_bits(qh, 2 * i + 1));
+          } else {
+            const __m256i ch = load256(qs + (8 * i + c) * 64);
+            lo = _mm256_and_si256(ch, m0f);
+            hi = _mm256_and_si256(_mm256_srli_epi16(ch, 4), m0f);
+          }
           IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
             const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs) + 64 * i + 4 * c;
             a0[t] = _mm256_add_epi16(a0[t], ubs(lo, bcast4(xq)));
             a1[t] = _mm256_add_epi16(a1[t], ubs(hi, bcast4(xq + 32)));
           }
+          if (c == 7 || (K5 && c == 3)) {
+            IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+              isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(a0[t], w0), _mm256_madd_epi16(a1[t], w1)));
+              a0[t] = a1[t] = _mm256_setzero_si256();
+            }
+          }
+        };
+        // NOTE: not unrolled for 3 and 4 tokens: unrolled, GCC 12 computed the 8 chunks' products first and
+        // spilled all 64 of them (4 tokens) to the stack before summing (1536 x 8960 Q4_K matmul at 64 tokens
+        // on one Zen 3 thread 14.8 -> 14.2 ms; 1.5B Q4_K_M pp512 t1 24-31 -> 35-38 t/s).
+        if constexpr (NX <= kBothHalvesMaxTokens) {
+          IGNIS_UNROLL for (int c = 0; c < 8; ++c) chunk(c);
+        } else {
+          for (int c = 0; c < 8; ++c) chunk(c);
         }
-        const __m256i s0 = _mm256_cvtepu8_epi32(load64(sc + 2 * i * 16));
-        const __m256i s1 = _mm256_cvtepu8_epi32(load64(sc + (2 * i + 1) * 16));
         const __m256i m = _mm256_cvtepu8_epi16(load128(mn + 32 * i));
-        IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_mullo_epi32(sum_pairs(a0[t]), s0),
-                                                               _mm256_mullo_epi32(sum_pairs(a1[t]), s1)));
-          msum[t] =
-              _mm256_add_epi32(msum[t], _mm256_madd_epi16(m, _mm256_set1_epi32(side_k(x + t * x_stride, nb, s)[i])));
-        }
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t)
+          msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(m, _mm256_set1_epi32(side_k(x + t * x_stride, nb, s)[i])));
       }
       const __m256 d = f16x8(rec + 16 * h);
       const __m256 dmin = f16x8(rec + 32 + 16 * h);
@@ -256,6 +283,119 @@ void halves_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
         const __m256 dx = _mm256_set1_ps(act_k(x + t * x_stride, s)->d);
         acc[hf][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[hf][t]);
+      }
+    }
+  }
+  IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
+    store_rows(out + t * out_stride + kHalf * (h0 + hh), n_rows - kHalf * (h0 + hh), acc[hh][t]);
+}
+
+// Q3_K: Q6_K's walk (sub-block j + 4u holds element groups g + 16u, g = 4j .. 4j + 3) over the lo / hi
+// chunks of packed.h: element group g + 16u is field u of lo(g) plus bit 4 (g % 2) + u of hi(g / 2) as
+// 4, so 0..7 (ggml's q + 4; the side array's -4 * sums take the offset off).
+// NOTE: on ggml's blocks in place (vec_dot_x86.h's rows kernel, one row at a time) AVX2 decode of
+// Qwen2.5-1.5B Q3_K_M / Q2_K on a Zen 5 core (IGNIS_ISA=avx2) ran at 0.55-0.75 of llama.cpp's AVX2
+// build (BENCHMARKS.md).
+template <int NX, int NH>
+void halves_dot_q3k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
+                    int64_t out_stride, int n_rows, int h0) {
+  constexpr int64_t kRec = packed_record_bytes(DType::Q3_K);
+  const __m256i m03 = _mm256_set1_epi8(0x03), m04 = _mm256_set1_epi8(0x04);
+  __m256 acc[NH][NX];
+  IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[hh][t] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s) {
+    const uint8_t* rec = group + s * kRec;
+    IGNIS_UNROLL for (int hf = 0; hf < NH; ++hf) {
+      const int h = h0 + hf;
+      const uint8_t* sc = rec + 32 + 8 * h;
+      const uint8_t* tri = rec + 32 + 256 + 32 * h;  // triples (lo 2m, lo 2m + 1, hi m), 192 bytes each
+      __m256i isum[NX];
+      IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm256_setzero_si256();
+      for (int j = 0; j < 4; ++j) {
+        if (hf == 0) prefetch(rec + kRec + j * (kRec / 4), kRec / 4);
+        IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
+          __m256i s16[NX];
+          IGNIS_UNROLL for (int t = 0; t < NX; ++t) s16[t] = _mm256_setzero_si256();
+          IGNIS_UNROLL for (int gg = 0; gg < 4; ++gg) {  // 4 groups of quants 0..7 sum in int16 (<= 7168)
+            const int g = 4 * j + gg, bit = 4 * (g % 2) + u;
+            const __m256i lo = load256(tri + 192 * (g / 2) + 64 * (g % 2));
+            const __m256i hi = load256(tri + 192 * (g / 2) + 128);
+            const __m256i hb = bit >= 2 ? _mm256_srli_epi16(hi, bit - 2) : _mm256_slli_epi16(hi, 2 - bit);
+            const __m256i qv = _mm256_or_si256(_mm256_and_si256(u ? _mm256_srli_epi16(lo, 2 * u) : lo, m03),
+                                               _mm256_and_si256(hb, m04));
+            IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+              const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs);
+              s16[t] = _mm256_add_epi16(s16[t], ubs(qv, bcast4(xq + 4 * (g + 16 * u))));
+            }
+          }
+          const __m256i scv = _mm256_cvtepi8_epi32(load64(sc + (j + 4 * u) * 16));
+          IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+            const __m256i a = _mm256_add_epi32(_mm256_set1_epi32(side_k(x + t * x_stride, nb, s)[j + 4 * u]), sum_pairs(s16[t]));
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(a, scv));
+          }
+        }
+      }
+      const __m256 d = f16x8(rec + 16 * h);
+      IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+        const __m256 dx = _mm256_set1_ps(act_k(x + t * x_stride, s)->d);
+        acc[hf][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[hf][t]);
+      }
+    }
+  }
+  IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
+    store_rows(out + t * out_stride + kHalf * (h0 + hh), n_rows - kHalf * (h0 + hh), acc[hh][t]);
+}
+
+// Q2_K: sub-block pair i = 4 hh + f takes field f of chunks 8 hh .. 8 hh + 3 (sub-block 2i) and 8 hh + 4
+// .. 8 hh + 7 (2i + 1) (packed.h); each sub-block's int16 dots times its scale by one vpmaddwd (the scale
+// in both words of the row's lane), the mins times the token's two 16-element sums by another.
+template <int NX, int NH>
+void halves_dot_q2k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
+                    int64_t out_stride, int n_rows, int h0) {
+  constexpr int64_t kRec = packed_record_bytes(DType::Q2_K);
+  const __m256i m03 = _mm256_set1_epi8(0x03), m0f = _mm256_set1_epi16(0x0f);
+  __m256 acc[NH][NX];
+  IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[hh][t] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s) {
+    const uint8_t* rec = group + s * kRec;
+    IGNIS_UNROLL for (int hf = 0; hf < NH; ++hf) {
+      const int h = h0 + hf;
+      const uint8_t* qs = rec + 64 + 256 + 32 * h;
+      __m256i isum[NX], msum[NX];
+      IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = msum[t] = _mm256_setzero_si256();
+      for (int hh = 0; hh < 2; ++hh) {
+        if (hf == 0) prefetch(rec + kRec + hh * (kRec / 2), kRec / 2);
+        IGNIS_UNROLL for (int f = 0; f < 4; ++f) {
+          const int i = 4 * hh + f;
+          __m256i s0[NX], s1[NX];
+          IGNIS_UNROLL for (int t = 0; t < NX; ++t) s0[t] = s1[t] = _mm256_setzero_si256();
+          IGNIS_UNROLL for (int c = 0; c < 4; ++c) {  // 4 groups of quants 0..3 sum in int16 (<= 3072)
+            const __m256i ca = load256(qs + 64 * (8 * hh + c)), cb = load256(qs + 64 * (8 * hh + c + 4));
+            const __m256i qa = _mm256_and_si256(f ? _mm256_srli_epi16(ca, 2 * f) : ca, m03);
+            const __m256i qb = _mm256_and_si256(f ? _mm256_srli_epi16(cb, 2 * f) : cb, m03);
+            IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+              const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs) + 4 * (32 * hh + 8 * f + c);
+              s0[t] = _mm256_add_epi16(s0[t], ubs(qa, bcast4(xq)));
+              s1[t] = _mm256_add_epi16(s1[t], ubs(qb, bcast4(xq + 16)));
+            }
+          }
+          // Per row, words (scale | min << 4) of sub-blocks 2i and 2i + 1.
+          const __m256i v = _mm256_cvtepu8_epi16(load128(rec + 64 + 32 * i + 16 * h));
+          const __m256i sc = _mm256_and_si256(v, m0f), mn = _mm256_srli_epi16(v, 4);
+          const __m256i sc0 = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(sc, 0xA0), 0xA0);  // words 0, 0, 2, 2
+          const __m256i sc1 = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(sc, 0xF5), 0xF5);  // words 1, 1, 3, 3
+          IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(s0[t], sc0), _mm256_madd_epi16(s1[t], sc1)));
+            msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(mn, _mm256_set1_epi32(side_k(x + t * x_stride, nb, s)[i])));
+          }
+        }
+      }
+      const __m256 d = f16x8(rec + 16 * h);
+      const __m256 dmin = f16x8(rec + 32 + 16 * h);
+      IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+        const __m256 dx = _mm256_set1_ps(act_k(x + t * x_stride, s)->d);
+        acc[hf][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[hf][t]);
+        acc[hf][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum[t]), _mm256_mul_ps(dmin, dx), acc[hf][t]);
       }
     }
   }
@@ -360,8 +500,20 @@ struct DotQ4K {
   static constexpr auto run = halves_dot_q4k<NX, NH>;
 };
 template <int NX, int NH>
+struct DotQ5K {
+  static constexpr auto run = halves_dot_q4k<NX, NH, true>;
+};
+template <int NX, int NH>
 struct DotQ6K {
   static constexpr auto run = halves_dot_q6k<NX, NH>;
+};
+template <int NX, int NH>
+struct DotQ3K {
+  static constexpr auto run = halves_dot_q3k<NX, NH>;
+};
+template <int NX, int NH>
+struct DotQ2K {
+  static constexpr auto run = halves_dot_q2k<NX, NH>;
 };
 
 template <template <int, int> class K>
@@ -379,9 +531,14 @@ PackedKernels packed_kernels_avx2(DType t) {
   switch (t) {
     case DType::Q4_0: return kernels<Dot32<DType::Q4_0>::K>();
     case DType::Q5_0: return kernels<Dot32<DType::Q5_0>::K>();
+    case DType::Q4_1: return kernels<Dot32<DType::Q4_1>::K>();
+    case DType::Q5_1: return kernels<Dot32<DType::Q5_1>::K>();
     case DType::Q8_0: return kernels<Dot32<DType::Q8_0>::K>();
     case DType::Q4_K: return kernels<DotQ4K>();
+    case DType::Q5_K: return kernels<DotQ5K>();
     case DType::Q6_K: return kernels<DotQ6K>();
+    case DType::Q3_K: return kernels<DotQ3K>();
+    case DType::Q2_K: return kernels<DotQ2K>();
     case DType::F16: {
       PackedKernels k{packed_dot_f16<1>, packed_dot_f16<4>, 4};
       k.dotn_rest = packed_dot_rest<packed_dot_f16<1>, packed_dot_f16<2>, packed_dot_f16<3>>;
