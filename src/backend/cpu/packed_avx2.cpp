@@ -63,6 +63,12 @@ inline void store_rows(float* out, int n_rows, __m256 v) {
   _mm256_store_ps(tmp, v);
   std::memcpy(out, tmp, sizeof(float) * static_cast<size_t>(n_rows));
 }
+// Halves h0 .. h0 + NH - 1 of a row group: acc[hh][t] holds token t's outputs of half h0 + hh.
+template <int NX, int NH>
+inline void store_halves(const __m256 (&acc)[NH][NX], float* out, int64_t out_stride, int n_rows, int h0) {
+  IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
+    store_rows(out + t * out_stride + kHalf * (h0 + hh), n_rows - kHalf * (h0 + hh), acc[hh][t]);
+}
 
 // ---- 32-element blocks: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 ----
 
@@ -139,8 +145,7 @@ void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
       }
     }
   }
-  IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
-    store_rows(out + t * out_stride + kHalf * (h0 + hh), n_rows - kHalf * (h0 + hh), acc[hh][t]);
+  store_halves<NX, NH>(acc, out, out_stride, n_rows, h0);
 }
 
 // ---- K-quants against Q8_K activations (+ the side array of packed.h) ----
@@ -150,6 +155,21 @@ inline const BlockQ8_K* act_k(const uint8_t* xt, int64_t s) {
 }
 inline const int32_t* side_k(const uint8_t* xt, int64_t nb, int64_t s) {
   return reinterpret_cast<const int32_t*>(xt + nb * sizeof(BlockQ8_K)) + 16 * s;
+}
+
+// Super-block s's float step for half h of the K-quant record rec: acc += isum x d x the token's d, and
+// with kMin (Q2_K, Q4_K, Q5_K) acc -= msum x dmin x the token's d.
+template <int NX, bool kMin>
+inline void add_super_block(__m256 acc[NX], const __m256i isum[NX], const __m256i msum[NX], const uint8_t* rec, int h,
+                            const uint8_t* x, size_t x_stride, int64_t s) {
+  const __m256 d = f16x8(rec + 16 * h);
+  [[maybe_unused]] __m256 dmin;
+  if constexpr (kMin) dmin = f16x8(rec + 32 + 16 * h);
+  IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+    const __m256 dx = _mm256_set1_ps(act_k(x + t * x_stride, s)->d);
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[t]);
+    if constexpr (kMin) acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum[t]), _mm256_mul_ps(dmin, dx), acc[t]);
+  }
 }
 
 // Halves h0 .. h0 + NH - 1 of a row group, in one pass over its records. Q4_K, and Q5_K (K5: the same
@@ -216,24 +236,43 @@ void halves_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
         IGNIS_UNROLL for (int t = 0; t < NX; ++t)
           msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(m, _mm256_set1_epi32(side_k(x + t * x_stride, nb, s)[i])));
       }
-      const __m256 d = f16x8(rec + 16 * h);
-      const __m256 dmin = f16x8(rec + 32 + 16 * h);
-      IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-        const __m256 dx = _mm256_set1_ps(act_k(x + t * x_stride, s)->d);
-        acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[hh][t]);
-        acc[hh][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum[t]), _mm256_mul_ps(dmin, dx), acc[hh][t]);
-      }
+      add_super_block<NX, true>(acc[hh], isum, msum, rec, h, x, x_stride, s);
     }
   }
-  IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
-    store_rows(out + t * out_stride + kHalf * (h0 + hh), n_rows - kHalf * (h0 + hh), acc[hh][t]);
+  store_halves<NX, NH>(acc, out, out_stride, n_rows, h0);
 }
 
-template <int NX, int NH>
+// Element groups g + 16u of the 8 rows of a half of a packed Q6_K or Q3_K record (tri: the half's first
+// triple). Q6_K: low nibble of ql(g) (u = 0, 1: ql(g), ql(g + 16); u = 2, 3: their high nibbles) with
+// bits 2u..2u+1 of qh(g) as bits 4..5 (0..63, ggml's q + 32). Q3_K: field u of lo(g) plus bit 4 (g % 2) +
+// u of hi(g / 2) as 4 (0..7, ggml's q + 4). The side array's sums take the offsets off.
+template <DType T>
+inline __m256i k6_quants(const uint8_t* tri, int g, int u) {
+  if constexpr (T == DType::Q3_K) {
+    const int bit = 4 * (g % 2) + u;
+    const __m256i lo = load256(tri + 192 * (g / 2) + 64 * (g % 2)), hi = load256(tri + 192 * (g / 2) + 128);
+    const __m256i hb = bit >= 2 ? _mm256_srli_epi16(hi, bit - 2) : _mm256_slli_epi16(hi, 2 - bit);
+    return _mm256_or_si256(_mm256_and_si256(u ? _mm256_srli_epi16(lo, 2 * u) : lo, _mm256_set1_epi8(0x03)),
+                           _mm256_and_si256(hb, _mm256_set1_epi8(0x04)));
+  } else {
+    const __m256i m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    const __m256i n = load256(tri + 192 * g + (u % 2 == 0 ? 0 : 64));
+    const __m256i hb = load256(tri + 192 * g + 128);
+    const __m256i nib = _mm256_and_si256(u < 2 ? n : _mm256_srli_epi16(n, 4), m0f);
+    const __m256i high = u == 0 ? _mm256_slli_epi16(hb, 4) : u == 1 ? _mm256_slli_epi16(hb, 2) : u == 2 ? hb : _mm256_srli_epi16(hb, 2);
+    return _mm256_or_si256(nib, _mm256_and_si256(high, m30));
+  }
+}
+
+// Q6_K, and Q3_K (its record has the same d and i8 scales; its quants come from lo / hi chunks).
+// NOTE (Q3_K): on ggml's blocks in place (vec_dot_x86.h's rows kernel, one row at a time) AVX2 decode of
+// Qwen2.5-1.5B Q3_K_M / Q2_K on a Zen 5 core (IGNIS_ISA=avx2) ran at 0.55-0.75 of llama.cpp's AVX2
+// build (BENCHMARKS.md).
+template <int NX, int NH, DType T = DType::Q6_K>
 void halves_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows, int h0) {
-  constexpr int64_t kRec = packed_record_bytes(DType::Q6_K);
-  const __m256i m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+  constexpr int64_t kRec = packed_record_bytes(T);
+  constexpr int kSum = T == DType::Q3_K ? 4 : 2;  // element groups summed in int16 (Q3_K <= 7112, Q6_K 32004)
   __m256 acc[NH][NX];
   IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[hh][t] = _mm256_setzero_ps();
   for (int64_t s = 0; s < nb; ++s) {
@@ -241,7 +280,7 @@ void halves_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
     IGNIS_UNROLL for (int hf = 0; hf < NH; ++hf) {
       const int h = h0 + hf;
       const uint8_t* sc = rec + 32 + 8 * h;
-      const uint8_t* tri = rec + 32 + 256 + 32 * h;  // triples (ql h, ql h + 16, qh h), 192 bytes each
+      const uint8_t* tri = rec + 32 + 256 + 32 * h;  // triples of 192 bytes
       __m256i isum[NX];
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm256_setzero_si256();
       // Sub-block j + 4u holds element groups g + 16u for g = 4j .. 4j + 3 (see packed.h).
@@ -250,24 +289,12 @@ void halves_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
         IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
           __m256i a[NX];
           IGNIS_UNROLL for (int t = 0; t < NX; ++t) a[t] = _mm256_set1_epi32(side_k(x + t * x_stride, nb, s)[j + 4 * u]);
-          IGNIS_UNROLL for (int p = 0; p < 2; ++p) {  // pairs of element groups, summed in int16
+          IGNIS_UNROLL for (int p = 0; p < 4 / kSum; ++p) {
             __m256i s16[NX];
             IGNIS_UNROLL for (int t = 0; t < NX; ++t) s16[t] = _mm256_setzero_si256();
-            IGNIS_UNROLL for (int gg = 2 * p; gg < 2 * p + 2; ++gg) {
+            IGNIS_UNROLL for (int gg = kSum * p; gg < kSum * p + kSum; ++gg) {
               const int g = 4 * j + gg;
-              const __m256i n = load256(tri + 192 * g + (u % 2 == 0 ? 0 : 64));
-              const __m256i hb = load256(tri + 192 * g + 128);
-              __m256i qv;
-              if (u == 0) {
-                qv = _mm256_or_si256(_mm256_and_si256(n, m0f), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
-              } else if (u == 1) {
-                qv = _mm256_or_si256(_mm256_and_si256(n, m0f), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
-              } else if (u == 2) {
-                qv = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n, 4), m0f), _mm256_and_si256(hb, m30));
-              } else {
-                qv = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n, 4), m0f),
-                                     _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
-              }
+              const __m256i qv = k6_quants<T>(tri, g, u);
               IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
                 const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs);
                 s16[t] = _mm256_add_epi16(s16[t], ubs(qv, bcast4(xq + 4 * (g + 16 * u))));
@@ -279,71 +306,10 @@ void halves_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
           IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(a[t], scv));
         }
       }
-      const __m256 d = f16x8(rec + 16 * h);
-      IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-        const __m256 dx = _mm256_set1_ps(act_k(x + t * x_stride, s)->d);
-        acc[hf][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[hf][t]);
-      }
+      add_super_block<NX, false>(acc[hf], isum, isum, rec, h, x, x_stride, s);
     }
   }
-  IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
-    store_rows(out + t * out_stride + kHalf * (h0 + hh), n_rows - kHalf * (h0 + hh), acc[hh][t]);
-}
-
-// Q3_K: Q6_K's walk (sub-block j + 4u holds element groups g + 16u, g = 4j .. 4j + 3) over the lo / hi
-// chunks of packed.h: element group g + 16u is field u of lo(g) plus bit 4 (g % 2) + u of hi(g / 2) as
-// 4, so 0..7 (ggml's q + 4; the side array's -4 * sums take the offset off).
-// NOTE: on ggml's blocks in place (vec_dot_x86.h's rows kernel, one row at a time) AVX2 decode of
-// Qwen2.5-1.5B Q3_K_M / Q2_K on a Zen 5 core (IGNIS_ISA=avx2) ran at 0.55-0.75 of llama.cpp's AVX2
-// build (BENCHMARKS.md).
-template <int NX, int NH>
-void halves_dot_q3k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
-                    int64_t out_stride, int n_rows, int h0) {
-  constexpr int64_t kRec = packed_record_bytes(DType::Q3_K);
-  const __m256i m03 = _mm256_set1_epi8(0x03), m04 = _mm256_set1_epi8(0x04);
-  __m256 acc[NH][NX];
-  IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[hh][t] = _mm256_setzero_ps();
-  for (int64_t s = 0; s < nb; ++s) {
-    const uint8_t* rec = group + s * kRec;
-    IGNIS_UNROLL for (int hf = 0; hf < NH; ++hf) {
-      const int h = h0 + hf;
-      const uint8_t* sc = rec + 32 + 8 * h;
-      const uint8_t* tri = rec + 32 + 256 + 32 * h;  // triples (lo 2m, lo 2m + 1, hi m), 192 bytes each
-      __m256i isum[NX];
-      IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm256_setzero_si256();
-      for (int j = 0; j < 4; ++j) {
-        if (hf == 0) prefetch(rec + kRec + j * (kRec / 4), kRec / 4);
-        IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
-          __m256i s16[NX];
-          IGNIS_UNROLL for (int t = 0; t < NX; ++t) s16[t] = _mm256_setzero_si256();
-          IGNIS_UNROLL for (int gg = 0; gg < 4; ++gg) {  // 4 groups of quants 0..7 sum in int16 (<= 7168)
-            const int g = 4 * j + gg, bit = 4 * (g % 2) + u;
-            const __m256i lo = load256(tri + 192 * (g / 2) + 64 * (g % 2));
-            const __m256i hi = load256(tri + 192 * (g / 2) + 128);
-            const __m256i hb = bit >= 2 ? _mm256_srli_epi16(hi, bit - 2) : _mm256_slli_epi16(hi, 2 - bit);
-            const __m256i qv = _mm256_or_si256(_mm256_and_si256(u ? _mm256_srli_epi16(lo, 2 * u) : lo, m03),
-                                               _mm256_and_si256(hb, m04));
-            IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-              const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs);
-              s16[t] = _mm256_add_epi16(s16[t], ubs(qv, bcast4(xq + 4 * (g + 16 * u))));
-            }
-          }
-          const __m256i scv = _mm256_cvtepi8_epi32(load64(sc + (j + 4 * u) * 16));
-          IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-            const __m256i a = _mm256_add_epi32(_mm256_set1_epi32(side_k(x + t * x_stride, nb, s)[j + 4 * u]), sum_pairs(s16[t]));
-            isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(a, scv));
-          }
-        }
-      }
-      const __m256 d = f16x8(rec + 16 * h);
-      IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-        const __m256 dx = _mm256_set1_ps(act_k(x + t * x_stride, s)->d);
-        acc[hf][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[hf][t]);
-      }
-    }
-  }
-  IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
-    store_rows(out + t * out_stride + kHalf * (h0 + hh), n_rows - kHalf * (h0 + hh), acc[hh][t]);
+  store_halves<NX, NH>(acc, out, out_stride, n_rows, h0);
 }
 
 // Q2_K: sub-block pair i = 4 hh + f takes field f of chunks 8 hh .. 8 hh + 3 (sub-block 2i) and 8 hh + 4
@@ -390,17 +356,10 @@ void halves_dot_q2k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
           }
         }
       }
-      const __m256 d = f16x8(rec + 16 * h);
-      const __m256 dmin = f16x8(rec + 32 + 16 * h);
-      IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-        const __m256 dx = _mm256_set1_ps(act_k(x + t * x_stride, s)->d);
-        acc[hf][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[hf][t]);
-        acc[hf][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum[t]), _mm256_mul_ps(dmin, dx), acc[hf][t]);
-      }
+      add_super_block<NX, true>(acc[hf], isum, msum, rec, h, x, x_stride, s);
     }
   }
-  IGNIS_UNROLL for (int hh = 0; hh < NH; ++hh) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
-    store_rows(out + t * out_stride + kHalf * (h0 + hh), n_rows - kHalf * (h0 + hh), acc[hh][t]);
+  store_halves<NX, NH>(acc, out, out_stride, n_rows, h0);
 }
 
 // ---- F16 rows (ggml layout, no copy) against f32 activations holding f16-rounded values ----
@@ -509,7 +468,7 @@ struct DotQ6K {
 };
 template <int NX, int NH>
 struct DotQ3K {
-  static constexpr auto run = halves_dot_q3k<NX, NH>;
+  static constexpr auto run = halves_dot_q6k<NX, NH, DType::Q3_K>;
 };
 template <int NX, int NH>
 struct DotQ2K {
