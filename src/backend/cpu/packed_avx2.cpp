@@ -18,6 +18,7 @@
 // same order for one token and for NX tokens (multi-token calls are bit-identical per token).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
@@ -364,57 +365,134 @@ void halves_dot_q2k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
 
 // ---- F16 rows (ggml layout, no copy) against f32 activations holding f16-rounded values ----
 
-// NR rows x NX tokens, one accumulator per (row, token) taking the 8-element steps in order (the tail
-// through a zero-padded copy of the rows' last elements), then a fixed horizontal sum: a (row, token)'s
-// arithmetic is the same in any row block and for any number of tokens. Prefetch: one cache line of
-// pf per step, front to back (pf + 2 * NR * i: NR rows' worth of bytes per element).
-template <int NR, int NX, bool Prefetch = false>
-inline void f16_rows(int64_t n, const uint16_t* w, const float* const xt[NX], float* out, int64_t out_stride,
-                     const uint8_t* pf = nullptr) {
+// A (row, token) takes its 8-element steps in order on kF16Chains FMA chains: step s goes to chain
+// f16_chain(s), so the chains take turns every cache line of the row (the tail, through a zero-padded
+// copy of the row's last elements, is the step after the last full one); the output is the horizontal
+// sum of ((chain 0 + chain 1) + chain 2) + chain 3. Decode runs the chains together, over the row as
+// one stream; the prefill tile runs them one after the other over a segment of its rows. A (row,
+// token)'s arithmetic is the same either way, in any row block and for any number of tokens.
+constexpr int64_t kF16ChainSteps = 4;  // 32 elements: 64 bytes of F16
+constexpr int kF16Chains = 4;
+constexpr int64_t kF16Round = kF16Chains * kF16ChainSteps;  // steps
+constexpr int f16_chain(int64_t step) { return static_cast<int>((step / kF16ChainSteps) % kF16Chains); }
+constexpr int64_t kF16DecodePrefetchBytes = 12288;
+
+// The row's last n % 8 elements (n % 8 != 0), zero-padded, and the mask of the activations' ones.
+struct F16Tail {
+  int64_t i;
+  __m256i mask;
+  static F16Tail at(int64_t n) {
+    const int64_t i = n / 8 * 8;
+    return {i, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))};
+  }
+  __m256 weights(const uint16_t* row, int64_t n) const {
+    alignas(16) uint16_t tmp[8] = {};
+    std::memcpy(tmp, row + i, sizeof(uint16_t) * static_cast<size_t>(n - i));
+    return _mm256_cvtph_ps(load128(reinterpret_cast<const uint8_t*>(tmp)));
+  }
+};
+
+// Decode: one row, the chains in registers, a software prefetch kF16DecodePrefetchBytes ahead (past
+// the row's end into the next rows: the matrix is contiguous).
+inline float f16_row_dot(int64_t n, const uint16_t* w, const float* x) {
+  __m256 acc[kF16Chains];
+  IGNIS_UNROLL for (int c = 0; c < kF16Chains; ++c) acc[c] = _mm256_setzero_ps();
+  const auto step = [&](int c, int64_t i) {
+    acc[c] = _mm256_fmadd_ps(f16x8(reinterpret_cast<const uint8_t*>(w + i)), _mm256_loadu_ps(x + i), acc[c]);
+  };
+  const int64_t steps = n / 8;
+  int64_t s = 0;
+  for (; s + kF16Round <= steps; s += kF16Round) {
+    const auto* pf = reinterpret_cast<const char*>(w + 8 * s) + kF16DecodePrefetchBytes;
+    IGNIS_UNROLL for (int l = 0; l < kF16Chains; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
+    _Pragma("GCC unroll 16") for (int j = 0; j < kF16Round; ++j) step(j / kF16ChainSteps, 8 * (s + j));
+  }
+  // The rest: fewer than kF16Round steps (the chain indices constant, so acc stays in registers).
+  _Pragma("GCC unroll 16") for (int j = 0; j < kF16Round; ++j) {
+    if (s + j < steps) step(j / kF16ChainSteps, 8 * (s + j));
+  }
+  if (n % 8 != 0) {
+    const F16Tail tail = F16Tail::at(n);
+    const __m256 p_w = tail.weights(w, n), p_x = _mm256_maskload_ps(x + tail.i, tail.mask);
+    IGNIS_UNROLL for (int c = 0; c < kF16Chains; ++c) {
+      if (c == f16_chain(steps)) acc[c] = _mm256_fmadd_ps(p_w, p_x, acc[c]);
+    }
+  }
+  __m256 sum = acc[0];
+  IGNIS_UNROLL for (int c = 1; c < kF16Chains; ++c) sum = _mm256_add_ps(sum, acc[c]);
+  return hsum(sum);
+}
+
+// The prefill tile: NR rows x NX tokens, kF16SegmentRounds rounds of the chains at a time (the tile's
+// rows and activations of a segment stay in L1), the chains one after the other within a segment, each
+// chain's accumulators taken from and put back in memory.
+constexpr int64_t kF16SegmentRounds = 8;
+
+template <int NR, int NX>
+inline void f16_tile(int64_t n, const uint16_t* w, const float* const xt[NX], float* out, int64_t out_stride) {
+  __m256 saved[kF16Chains][NR][NX];
+  for (int c = 0; c < kF16Chains; ++c)
+    IGNIS_UNROLL for (int r = 0; r < NR; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t) saved[c][r][t] = _mm256_setzero_ps();
   __m256 acc[NR][NX];
-  IGNIS_UNROLL for (int r = 0; r < NR; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[r][t] = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    if constexpr (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(pf + 2 * NR * i), _MM_HINT_T0);
+  const auto step = [&](int64_t i) {
     __m256 wv[NR];
-    IGNIS_UNROLL for (int r = 0; r < NR; ++r) wv[r] = _mm256_cvtph_ps(load128(reinterpret_cast<const uint8_t*>(w + r * n + i)));
+    IGNIS_UNROLL for (int r = 0; r < NR; ++r) wv[r] = f16x8(reinterpret_cast<const uint8_t*>(w + r * n + i));
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
       const __m256 xv = _mm256_loadu_ps(xt[t] + i);
       IGNIS_UNROLL for (int r = 0; r < NR; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
     }
-  }
-  if (i < n) {
-    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    IGNIS_UNROLL for (int r = 0; r < NR; ++r) {
-      alignas(16) uint16_t tmp[8] = {};
-      std::memcpy(tmp, w + r * n + i, sizeof(uint16_t) * static_cast<size_t>(n - i));
-      const __m256 wv = _mm256_cvtph_ps(load128(reinterpret_cast<const uint8_t*>(tmp)));
-      IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[r][t] = _mm256_fmadd_ps(wv, _mm256_maskload_ps(xt[t] + i, m), acc[r][t]);
+  };
+  const auto take = [&](int c) { std::memcpy(acc, saved[c], sizeof(acc)); };
+  const auto put = [&](int c) { std::memcpy(saved[c], acc, sizeof(acc)); };
+  const int64_t steps = n / 8;
+  for (int64_t s0 = 0; s0 < steps; s0 += kF16Round * kF16SegmentRounds) {
+    const int64_t s1 = std::min(steps, s0 + kF16Round * kF16SegmentRounds);
+    for (int c = 0; c < kF16Chains; ++c) {
+      take(c);
+      int64_t b = s0 + c * kF16ChainSteps;
+      for (; b + kF16ChainSteps <= s1; b += kF16Round) {
+        IGNIS_UNROLL for (int j = 0; j < kF16ChainSteps; ++j) step(8 * (b + j));
+      }
+      for (; b < s1; ++b) step(8 * b);  // a block cut by the row's end
+      put(c);
     }
   }
+  if (n % 8 != 0) {
+    const int c = f16_chain(steps);
+    take(c);
+    const F16Tail tail = F16Tail::at(n);
+    IGNIS_UNROLL for (int r = 0; r < NR; ++r) {
+      const __m256 wv = tail.weights(w + r * n, n);
+      IGNIS_UNROLL for (int t = 0; t < NX; ++t)
+        acc[r][t] = _mm256_fmadd_ps(wv, _mm256_maskload_ps(xt[t] + tail.i, tail.mask), acc[r][t]);
+    }
+    put(c);
+  }
   IGNIS_UNROLL for (int r = 0; r < NR; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-    out[t * out_stride + r] = hsum(acc[r][t]);
+    __m256 sum = saved[0][r][t];
+    for (int c = 1; c < kF16Chains; ++c) sum = _mm256_add_ps(sum, saved[c][r][t]);
+    out[t * out_stride + r] = hsum(sum);
   }
 }
 
-// NOTE: decode takes 4 rows at a time, one FMA chain each as in the prefill tile, and prefetches the
-// next 4 rows (contiguous in ggml's layout) front to back, kF16DecodePrefetchBytes past their start, as
-// it goes. One row's chain (one 16-byte load per FMA latency, about 11.6 GB/s per Zen 3 core) could not
-// overlap its memory stalls and held the 0.5B F16 decode at 0.85 of the bandwidth floor (an earlier
-// stop measured 2 or 4 rows without the prefetch 1.3-1.9x slower from DRAM than one stream; two
-// accumulators per row would change the tile's arithmetic). 896 x 2048 matvec from L3 on one Zen 3
-// thread: 12-13 -> 38-43 GB/s; 896 x 151,936 from DRAM: 7.4-10.5 -> 11.7 GB/s (bench/membw.c: 10-11).
+// NOTE: decode reads one row at a time, the file's rows as one stream. On the 2-vCPU Zen 5 (AVX2 path),
+// a 900 MB F16 matvec (896-element rows) in a standalone loop at one thread read 22.5-23.6 GB/s with
+// one row on 2 or 4 chains (20.5 on one), 14-18 with 4 rows side by side on a chain each (the layout
+// before: it held the prefill tile's arithmetic; 11-13 without its software prefetch) and 11 with 2 rows
+// of 2 chains: more than one stream at a time starves the hardware prefetcher here. Four chains, not two:
+// from L3, 896 x 4864 read 28-30 GB/s on two, 43-47 on four. From the file's 4 KiB page-cache pages the
+// one stream read 17-22 GB/s, 22-24 with the prefetch 12-16 KiB ahead (4-8 KiB: less). Qwen2.5-0.5B F16
+// tg64 at one thread, alternated 5x with llama.cpp's AVX2 build: 14.6-19.3 without the prefetch, 16.2-18.5
+// with it, llama.cpp 13.9-17.3 (the 4-row layout: 14.9-15.7 against llama.cpp's 16.3-19.7, 3x).
 // Prefill takes 3 rows x 4 tokens (12 accumulators, 3 weight and 1 activation register: 12 FMAs per 7
-// loads and 3 conversions); two accumulators per (row, token) halve that tile (measured 20-25% slower
-// prefill), and so did splitting each output into 4 chains over alternate runs of a row taken one chain
-// at a time (the tile's passes then ran 15-40% slower). A 2 x 6 tile measured no faster in the model. Interleaving
-// the rows at load like the quants (one FMA chain per output over 16-row vectors times broadcast
-// activations, no horizontal sums) ran 0.5B F16 pp512 1.25x faster, but its 1 GB copy made load to
-// first token 1.6x llama.cpp's on these VMs, where first-touching anonymous memory costs ~1 ms per MB
-// however many threads touch it (BENCHMARKS.md).
-constexpr int kF16DecodeRows = 4;
-constexpr int64_t kF16DecodePrefetchBytes = 4096;
-
+// loads and 3 conversions), each chain in turn over segments of kF16SegmentRounds rounds (3 rows and 4
+// tokens of 1024 elements: 22 KB, in L1 for the chains after the first): pp512 at 2 threads 187-203 t/s
+// against 203-207 with one chain (alternated 3x); the whole row per chain (no segments) ran the 4864 x 896
+// product 25-30% slower, one row x 3 tokens with the chains in registers 20-30% (loads per FMA). A 2 x 6
+// tile measured no faster in the model. Interleaving the rows at load like the quants (one FMA chain per
+// output over 16-row vectors times broadcast activations, no horizontal sums) ran 0.5B F16 pp512 1.25x
+// faster, but its 1 GB copy made load to first token 1.6x llama.cpp's on these VMs, where
+// first-touching anonymous memory costs ~1 ms per MB however many threads touch it (BENCHMARKS.md).
 template <int NX>
 void packed_dot_f16(int64_t n, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows) {
@@ -423,16 +501,13 @@ void packed_dot_f16(int64_t n, const uint8_t* group, const uint8_t* x, size_t x_
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) xt[t] = reinterpret_cast<const float*>(x + t * x_stride);
   int k = 0;
   if constexpr (NX == 1) {
-    for (; k + kF16DecodeRows <= n_rows; k += kF16DecodeRows) {
-      const auto* next = reinterpret_cast<const uint8_t*>(w + (k + kF16DecodeRows) * n);
-      f16_rows<kF16DecodeRows, 1, true>(n, w + k * n, xt, out + k, out_stride, next + kF16DecodePrefetchBytes);
-    }
+    for (; k < n_rows; ++k) out[k] = f16_row_dot(n, w + k * n, xt[0]);
   } else {
     // 16 rows: 4 triples and 2 pairs.
-    for (; k + 3 <= n_rows && n_rows - k != 4; k += 3) f16_rows<3, NX>(n, w + k * n, xt, out + k, out_stride);
-    for (; k + 2 <= n_rows; k += 2) f16_rows<2, NX>(n, w + k * n, xt, out + k, out_stride);
+    for (; k + 3 <= n_rows && n_rows - k != 4; k += 3) f16_tile<3, NX>(n, w + k * n, xt, out + k, out_stride);
+    for (; k + 2 <= n_rows; k += 2) f16_tile<2, NX>(n, w + k * n, xt, out + k, out_stride);
   }
-  for (; k < n_rows; ++k) f16_rows<1, NX>(n, w + k * n, xt, out + k, out_stride);
+  for (; k < n_rows; ++k) f16_tile<1, NX>(n, w + k * n, xt, out + k, out_stride);
 }
 
 // A row group: both halves in one pass when NX tokens' accumulators for 16 rows fit in registers
