@@ -147,7 +147,7 @@ std::vector<Case> cases() {
   // call with many tiles, then a short block's few tiles and its leftover tokens.
   v.push_back({DType::Q8_0, 4864, 17, 200});
   // F16 (ggml's rows until the background copy exists, then the copy); odd row lengths exercise the
-  // masked tail; tokens in a multi-token group and left over (AVX-512 takes 6 at a time, AVX2 3).
+  // masked tail; tokens in a multi-token group and left over (AVX-512 takes 6 at a time, AVX2 4).
   for (int64_t n : {16, 100, 896}) v.push_back({DType::F16, n, 21, n == 100 ? 9 : 7});
   // Rows long enough that prefill takes them in blocks (4,864: the FFN down projection; 2,100: a masked
   // tail in the last block), next to a partial group taken in one pass.
@@ -161,8 +161,9 @@ std::vector<Case> cases() {
   v.push_back({DType::F16, 37, 18, 67});
   v.push_back({DType::F16, 4864, 17, 64});
   v.push_back({DType::F16, 64, 33, 49});
-  // BF16 (vdpbf16ps on element pairs, AVX-512 only): steps of 32 cut by the row end at odd and even
-  // lengths, blocked rows, tokens left over, fewer tokens than a group, the output head's slice.
+  // BF16 (vdpbf16ps on element pairs on AVX-512; on AVX2 F16's kernels in place, with bf16 weights):
+  // steps of 32 cut by the row end at odd and even lengths, blocked rows (AVX2: segments of the prefill
+  // tile, the last one cut), tokens left over, fewer tokens than a group, the output head's slice.
   for (int64_t n : {32, 37, 100, 896}) v.push_back({DType::BF16, n, 21, n == 100 ? 9 : 7});
   v.push_back({DType::BF16, 4864, 16, 7});
   v.push_back({DType::BF16, 2100, 21, 9});
@@ -223,7 +224,7 @@ TEST_P(PackedFused, EqualsSeparateProductsAndRefusesMisfits) {
   if (!can_pack(parts[0])) GTEST_SKIP() << "no packed kernels on this CPU";
   PackedStore store;
   const WeightView fused = store.add_fused(parts);
-  if (type == DType::F16 && !f16_copied()) {  // F16 without a copy does not fuse
+  if ((type == DType::F16 || type == DType::BF16) && !copied_in_background(type)) {  // float rows in place do not fuse
     EXPECT_EQ(fused.data, nullptr);
     return;
   }
@@ -406,6 +407,29 @@ TEST(PackedBf16, ActivationRoundingEqualsScalarConversion) {
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], f32_to_bf16(x[i])) << std::bit_cast<uint32_t>(x[i]);
     for (int64_t i = n; i < padded; ++i) ASSERT_EQ(y[i], 0) << "padding at " << i;
     for (size_t i = padded; i < y.size(); ++i) ASSERT_EQ(y[i], 0xabcd) << "wrote past the padding, n = " << n;
+  }
+}
+
+// The AVX2 bf16 rounding (BF16 products' activations there, kept as floats) equals the scalar
+// conversion bit for bit: ties, subnormals, NaN (made quiet), the overflow edge, every tail length.
+TEST(PackedBf16, Avx2ActivationRoundingEqualsScalarConversion) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2";
+  std::mt19937 rng(3);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> x;
+  for (int i = 0; i < 997; ++i) x.push_back(g(rng) * std::pow(10.0f, static_cast<float>(i % 13 - 8)));
+  for (uint32_t bits : {0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0x7f7f8000u, 0x00008000u, 0x00018000u,
+                        0x80000001u, 0x7fc00000u, 0x7f800001u, 0xff812345u, 0x7f800000u, 0xff800000u, 0x80000000u})
+    x.push_back(std::bit_cast<float>(bits));
+  for (int64_t n = 1; n <= static_cast<int64_t>(x.size()); n += n < 40 ? 1 : static_cast<int64_t>(x.size()) - 40) {
+    std::vector<float> y(x.size(), 12345.0f);
+    bf16_round_avx2(x.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t want = uint32_t{f32_to_bf16(x[i])} << 16;
+      ASSERT_EQ(std::bit_cast<uint32_t>(y[i]), want) << std::bit_cast<uint32_t>(x[i]);
+    }
+    for (size_t i = static_cast<size_t>(n); i < y.size(); ++i) ASSERT_EQ(y[i], 12345.0f) << "wrote past n = " << n;
   }
 }
 

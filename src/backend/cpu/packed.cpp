@@ -352,6 +352,8 @@ void pack_il_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst
   }
 }
 bool is_float(DType t) { return t == DType::F16 || t == DType::BF16; }
+// Float weights read in place for good (AVX2: F16 and BF16), not copied in the background.
+bool float_in_place(DType t) { return is_float(t) && !copied_in_background(t); }
 }  // namespace
 
 void pack_float_il_groups(DType t, const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin,
@@ -366,12 +368,14 @@ size_t packed_group_bytes(DType t, int64_t n_in) {
     if (f16_copied()) return static_cast<size_t>((n_in + kF16CopyStep - 1) / kF16CopyStep) * kF16CopyStep * 2 * kR;
     return static_cast<size_t>(n_in) * 2 * kR;
   }
+  if (float_in_place(t)) return static_cast<size_t>(n_in) * 2 * kR;
   if (t == DType::BF16) return static_cast<size_t>((n_in + kBf16CopyStep - 1) / kBf16CopyStep) * kBf16CopyStep * 2 * kR;
   return static_cast<size_t>(n_in / block_elems(t)) * static_cast<size_t>(packed_record_bytes(t));
 }
 
 size_t packed_act_row_bytes(DType t, int64_t n_in) {
   if (t == DType::F16) return static_cast<size_t>(f16_on_amx() ? (n_in + 31) / 32 * 32 : n_in) * sizeof(float);
+  if (float_in_place(t)) return static_cast<size_t>(n_in) * sizeof(float);  // BF16 off AVX-512: bf16-rounded f32
   if (t == DType::BF16) return static_cast<size_t>((n_in + kBf16CopyStep - 1) / kBf16CopyStep * kBf16CopyStep) * 2;
   if (block_elems(t) == kQKK) return static_cast<size_t>(n_in / kQKK) * (sizeof(BlockQ8_K) + 64);
   return static_cast<size_t>(n_in / kQK) * (kQK + 8);
@@ -386,7 +390,7 @@ bool can_pack(const WeightView& w) {
 }
 
 size_t packed_bytes(const WeightView& w) {
-  if (w.type == DType::F16 && !f16_copied()) return 0;
+  if (float_in_place(w.type)) return 0;
   return packed_group_bytes(w.type, w.n_in) * static_cast<size_t>(row_groups(w.n_out));
 }
 
@@ -442,7 +446,9 @@ void pack_activation(DType t, const float* x, int64_t n_in, uint8_t* dst) {
     }
     return;
   }
-  if (t == DType::BF16)  // ggml's vec_dot_type (packed BF16 exists only where the AVX-512 kernels run)
+  // ggml's vec_dot_type: bf16 (for vdpbf16ps on AVX-512), as f32 values on AVX2.
+  if (t == DType::BF16 && best_isa() == Isa::kAvx2) return bf16_round_avx2(x, reinterpret_cast<float*>(dst), n_in);
+  if (t == DType::BF16)
     return bf16_round_avx512(x, reinterpret_cast<uint16_t*>(dst), n_in, (n_in + kBf16CopyStep - 1) / kBf16CopyStep * kBf16CopyStep);
   if (block_elems(t) == kQKK) {
     static const FromFloatFn quantize_k = best_act_quantizer(DType::Q8_K);
@@ -694,7 +700,7 @@ const float* PackedStore::copy_floats(const float* src, int64_t n) {
 WeightView PackedStore::add(const WeightView& w) {
   if (!can_pack(w)) return w;
   WeightView v = w;
-  if (copied_in_background(w.type) || w.type == DType::F16) {  // the rows until the copy exists (F16: or for good)
+  if (copied_in_background(w.type) || float_in_place(w.type)) {  // the rows until the copy exists (AVX2's F16, BF16: for good)
     v.packed = true;
     if (copied_in_background(w.type)) repack_later(v, {});  // the copy comes from the background
     return v;
@@ -712,7 +718,7 @@ WeightView PackedStore::add_fused(std::span<const WeightView> parts) {
   f.n_out = 0;
   for (const WeightView& p : parts) {
     // Every part but the last must fill whole row groups so the parts' rows stay consecutive.
-    if (!can_pack(p) || p.type != f.type || p.n_in != f.n_in || (p.type == DType::F16 && !f16_copied())) return {};
+    if (!can_pack(p) || p.type != f.type || p.n_in != f.n_in || float_in_place(p.type)) return {};
     if (&p != &parts.back() && p.n_out % kR != 0) return {};
     f.n_out += p.n_out;
   }

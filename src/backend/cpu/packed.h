@@ -358,6 +358,8 @@ inline int64_t float_copy_index(int64_t step, int64_t row, int64_t i, int64_t n_
 // y[i] = x[i] rounded to the nearest f16 (ties to even), as f32: F16 products' activations.
 void f16_round_avx512(const float* x, float* y, int64_t n);  // only call when AVX-512 is supported
 void f16_round_avx2(const float* x, float* y, int64_t n);    // only call when AVX2 and F16C are supported
+// y[i] = the float of f32_to_bf16(x[i]) (core/fp16.h): BF16 products' activations off AVX-512.
+void bf16_round_avx2(const float* x, float* y, int64_t n);  // only call when AVX2 is supported
 // y[i] = f32_to_bf16(x[i]) (core/fp16.h) for i < n, zero up to n_padded: BF16 products' activations.
 void bf16_round_avx512(const float* x, uint16_t* y, int64_t n, int64_t n_padded);  // only call when AVX-512 is supported
 

@@ -363,7 +363,17 @@ void halves_dot_q2k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
   store_halves<NX, NH>(acc, out, out_stride, n_rows, h0);
 }
 
-// ---- F16 rows (ggml layout, no copy) against f32 activations holding f16-rounded values ----
+// ---- F16 / BF16 rows (ggml layout, no copy) against f32 activations holding f16- / bf16-rounded values ----
+
+// The weights' 8 elements at p as floats.
+struct HalfF16 {
+  static __m256 v8(const uint16_t* p) { return f16x8(reinterpret_cast<const uint8_t*>(p)); }
+};
+struct HalfBF16 {
+  static __m256 v8(const uint16_t* p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(reinterpret_cast<const uint8_t*>(p))), 16));
+  }
+};
 
 // A (row, token) takes its 8-element steps in order on kF16Chains FMA chains: step s goes to chain
 // f16_chain(s), so the chains take turns every cache line of the row (the tail, through a zero-padded
@@ -385,20 +395,22 @@ struct F16Tail {
     const int64_t i = n / 8 * 8;
     return {i, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))};
   }
+  template <class H>
   __m256 weights(const uint16_t* row, int64_t n) const {
     alignas(16) uint16_t tmp[8] = {};
     std::memcpy(tmp, row + i, sizeof(uint16_t) * static_cast<size_t>(n - i));
-    return _mm256_cvtph_ps(load128(reinterpret_cast<const uint8_t*>(tmp)));
+    return H::v8(tmp);
   }
 };
 
 // Decode: one row, the chains in registers, a software prefetch kF16DecodePrefetchBytes ahead (past
 // the row's end into the next rows: the matrix is contiguous).
-inline float f16_row_dot(int64_t n, const uint16_t* w, const float* x) {
+template <class H>
+inline float half_row_dot(int64_t n, const uint16_t* w, const float* x) {
   __m256 acc[kF16Chains];
   IGNIS_UNROLL for (int c = 0; c < kF16Chains; ++c) acc[c] = _mm256_setzero_ps();
   const auto step = [&](int c, int64_t i) {
-    acc[c] = _mm256_fmadd_ps(f16x8(reinterpret_cast<const uint8_t*>(w + i)), _mm256_loadu_ps(x + i), acc[c]);
+    acc[c] = _mm256_fmadd_ps(H::v8(w + i), _mm256_loadu_ps(x + i), acc[c]);
   };
   const int64_t steps = n / 8;
   int64_t s = 0;
@@ -413,7 +425,7 @@ inline float f16_row_dot(int64_t n, const uint16_t* w, const float* x) {
   }
   if (n % 8 != 0) {
     const F16Tail tail = F16Tail::at(n);
-    const __m256 p_w = tail.weights(w, n), p_x = _mm256_maskload_ps(x + tail.i, tail.mask);
+    const __m256 p_w = tail.weights<H>(w, n), p_x = _mm256_maskload_ps(x + tail.i, tail.mask);
     IGNIS_UNROLL for (int c = 0; c < kF16Chains; ++c) {
       if (c == f16_chain(steps)) acc[c] = _mm256_fmadd_ps(p_w, p_x, acc[c]);
     }
@@ -428,15 +440,15 @@ inline float f16_row_dot(int64_t n, const uint16_t* w, const float* x) {
 // chain's accumulators taken from and put back in memory.
 constexpr int64_t kF16SegmentRounds = 8;
 
-template <int NR, int NX>
-inline void f16_tile(int64_t n, const uint16_t* w, const float* const xt[NX], float* out, int64_t out_stride) {
+template <class H, int NR, int NX>
+inline void half_tile(int64_t n, const uint16_t* w, const float* const xt[NX], float* out, int64_t out_stride) {
   __m256 saved[kF16Chains][NR][NX];
   for (int c = 0; c < kF16Chains; ++c)
     IGNIS_UNROLL for (int r = 0; r < NR; ++r) IGNIS_UNROLL for (int t = 0; t < NX; ++t) saved[c][r][t] = _mm256_setzero_ps();
   __m256 acc[NR][NX];
   const auto step = [&](int64_t i) {
     __m256 wv[NR];
-    IGNIS_UNROLL for (int r = 0; r < NR; ++r) wv[r] = f16x8(reinterpret_cast<const uint8_t*>(w + r * n + i));
+    IGNIS_UNROLL for (int r = 0; r < NR; ++r) wv[r] = H::v8(w + r * n + i);
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
       const __m256 xv = _mm256_loadu_ps(xt[t] + i);
       IGNIS_UNROLL for (int r = 0; r < NR; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
@@ -462,7 +474,7 @@ inline void f16_tile(int64_t n, const uint16_t* w, const float* const xt[NX], fl
     take(c);
     const F16Tail tail = F16Tail::at(n);
     IGNIS_UNROLL for (int r = 0; r < NR; ++r) {
-      const __m256 wv = tail.weights(w + r * n, n);
+      const __m256 wv = tail.weights<H>(w + r * n, n);
       IGNIS_UNROLL for (int t = 0; t < NX; ++t)
         acc[r][t] = _mm256_fmadd_ps(wv, _mm256_maskload_ps(xt[t] + tail.i, tail.mask), acc[r][t]);
     }
@@ -493,21 +505,21 @@ inline void f16_tile(int64_t n, const uint16_t* w, const float* const xt[NX], fl
 // output over 16-row vectors times broadcast activations, no horizontal sums) ran 0.5B F16 pp512 1.25x
 // faster, but its 1 GB copy made load to first token 1.6x llama.cpp's on these VMs, where
 // first-touching anonymous memory costs ~1 ms per MB however many threads touch it (BENCHMARKS.md).
-template <int NX>
-void packed_dot_f16(int64_t n, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
+template <class H, int NX>
+void packed_dot_half(int64_t n, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows) {
   const auto* w = reinterpret_cast<const uint16_t*>(group);
   const float* xt[NX];
   IGNIS_UNROLL for (int t = 0; t < NX; ++t) xt[t] = reinterpret_cast<const float*>(x + t * x_stride);
   int k = 0;
   if constexpr (NX == 1) {
-    for (; k < n_rows; ++k) out[k] = f16_row_dot(n, w + k * n, xt[0]);
+    for (; k < n_rows; ++k) out[k] = half_row_dot<H>(n, w + k * n, xt[0]);
   } else {
     // 16 rows: 4 triples and 2 pairs.
-    for (; k + 3 <= n_rows && n_rows - k != 4; k += 3) f16_tile<3, NX>(n, w + k * n, xt, out + k, out_stride);
-    for (; k + 2 <= n_rows; k += 2) f16_tile<2, NX>(n, w + k * n, xt, out + k, out_stride);
+    for (; k + 3 <= n_rows && n_rows - k != 4; k += 3) half_tile<H, 3, NX>(n, w + k * n, xt, out + k, out_stride);
+    for (; k + 2 <= n_rows; k += 2) half_tile<H, 2, NX>(n, w + k * n, xt, out + k, out_stride);
   }
-  for (; k < n_rows; ++k) f16_tile<1, NX>(n, w + k * n, xt, out + k, out_stride);
+  for (; k < n_rows; ++k) half_tile<H, 1, NX>(n, w + k * n, xt, out + k, out_stride);
 }
 
 // A row group: both halves in one pass when NX tokens' accumulators for 16 rows fit in registers
@@ -557,6 +569,13 @@ PackedKernels kernels() {
   return k;
 }
 
+template <class H>
+PackedKernels half_kernels() {
+  PackedKernels k{packed_dot_half<H, 1>, packed_dot_half<H, 4>, 4};
+  k.dotn_rest = packed_dot_rest<packed_dot_half<H, 1>, packed_dot_half<H, 2>, packed_dot_half<H, 3>>;
+  return k;
+}
+
 }  // namespace
 
 PackedKernels packed_kernels_avx2(DType t) {
@@ -573,11 +592,8 @@ PackedKernels packed_kernels_avx2(DType t) {
     case DType::Q6_K: return kernels<DotQ6K>();
     case DType::Q3_K: return kernels<DotQ3K>();
     case DType::Q2_K: return kernels<DotQ2K>();
-    case DType::F16: {
-      PackedKernels k{packed_dot_f16<1>, packed_dot_f16<4>, 4};
-      k.dotn_rest = packed_dot_rest<packed_dot_f16<1>, packed_dot_f16<2>, packed_dot_f16<3>>;
-      return k;
-    }
+    case DType::F16: return half_kernels<HalfF16>();
+    case DType::BF16: return half_kernels<HalfBF16>();
     default: return {};
   }
 }
@@ -591,6 +607,26 @@ void f16_round_avx2(const float* x, float* y, int64_t n) {
     std::memcpy(tmp, x + i, sizeof(float) * static_cast<size_t>(n - i));
     const __m256 r = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_load_ps(tmp), _MM_FROUND_TO_NEAREST_INT));
     _mm256_store_ps(tmp, r);
+    std::memcpy(y + i, tmp, sizeof(float) * static_cast<size_t>(n - i));
+  }
+}
+
+void bf16_round_avx2(const float* x, float* y, int64_t n) {
+  // f32_to_bf16 (core/fp16.h) on 8 lanes: round to nearest even, NaNs made quiet; back as floats.
+  const auto round8 = [](__m256 v) {
+    const __m256i u = _mm256_castps_si256(v), hi = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd));
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+    const __m256i q = _mm256_or_si256(u, _mm256_set1_epi32(0x400000));
+    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_blendv_epi8(r, q, nan), hi));
+  };
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, round8(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    alignas(32) float tmp[8] = {};
+    std::memcpy(tmp, x + i, sizeof(float) * static_cast<size_t>(n - i));
+    _mm256_store_ps(tmp, round8(_mm256_load_ps(tmp)));
     std::memcpy(y + i, tmp, sizeof(float) * static_cast<size_t>(n - i));
   }
 }
