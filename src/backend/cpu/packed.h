@@ -1,6 +1,6 @@
 // Weights repacked into a row-interleaved layout for AVX-512 VNNI and AVX2 (Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; BF16 on AVX-512 only): at load, or after it in the background
-// (copied_in_background).
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; BF16 on AVX-512): at load, or after it in the background
+// (copied_in_background). On AVX2, F16 and BF16 weights stay in ggml's rows for good (packed_bytes 0).
 //
 // Why: in ggml's layout every 32-element block carries its own scale, so a SIMD kernel must reduce each
 // block's integer dot on its own (shuffles, scalar scale conversions, a horizontal sum per row) before
@@ -12,7 +12,8 @@
 //
 // F16 weights are copied in the background after load (f16_copied), into a layout of their own; until
 // the copy exists the products read ggml's rows in place. BF16 likewise on AVX-512 (the same layout in
-// steps of 32 elements), against bf16 activations (ggml's vec_dot_type) with vdpbf16ps. On AVX-512 without AMX the quantized types'
+// steps of 32 elements), against bf16 activations (ggml's vec_dot_type) with vdpbf16ps; on AVX2 BF16
+// takes F16's kernels on its rows against f32 activations holding the bf16-rounded values. On AVX-512 without AMX the quantized types'
 // packed copies are made in the background too (copied_in_background), their kernels on ggml's rows
 // (packed_rows_avx512.cpp) serving the products meanwhile with the same bits. The packed kernel (except on AMX-BF16, below:
 // f16_on_amx) takes f32 activations that hold the f16-rounded values (what ggml-cpu multiplies with),
@@ -113,7 +114,7 @@ size_t packed_group_bytes(DType t, int64_t n_in);
 size_t packed_act_row_bytes(DType t, int64_t n_in);
 
 // True if matmul has a packed kernel for w on this CPU (AVX-512 VNNI or AVX2; Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, F16; BF16 on AVX-512 only).
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, F16, BF16).
 bool can_pack(const WeightView& w);
 
 // Writes the packed form of w into dst (packed_bytes(w) bytes). Requires can_pack(w)'s type/shape rules.
@@ -321,8 +322,8 @@ void pack_f16_amx_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t
 // True where the CPU path is AVX-512: PackedStore then copies F16 weights in the background, on
 // AMX-BF16 into its layout (f16_on_amx), elsewhere into pack_float_il_groups' layout, and the products
 // take packed_kernels_f16_rows() on ggml's rows until the copy exists (the same bits). Off AVX-512
-// (AVX2) F16 stays in place.
-// NOTE: in place, decode reads the rows as 4 streams side by side from the file's 4 KiB page-cache
+// (AVX2) F16 and BF16 stay in place (packed_avx2.cpp: one row at a time in decode).
+// NOTE: in place on AVX-512, decode reads the rows as 4 streams side by side from the file's 4 KiB page-cache
 // pages; the copy is one stream per group on huge pages. Qwen2.5-0.5B F16 tg128 on a 2-vCPU Zen 5,
 // alternated twice: 12.4-14.7 -> 23.4-24.0 t/s at 1 thread, 26.7-28.3 -> 36.4-43.8 at 2 (llama.cpp
 // 11.7-16.7 and 28.4-32.8 in the same runs); ggml's rows copied as they are reached 21.2-21.9 and
