@@ -352,8 +352,16 @@ void pack_il_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst
   }
 }
 bool is_float(DType t) { return t == DType::F16 || t == DType::BF16; }
-// Float weights read in place for good (AVX2: F16 and BF16), not copied in the background.
-bool float_in_place(DType t) { return is_float(t) && !copied_in_background(t); }
+// AVX2: F16 and BF16 copied in the background as they are (ggml's rows, onto the store's huge pages).
+bool float_rows_copied(DType t) { return is_float(t) && best_isa() == Isa::kAvx2; }
+// Rows [g_begin, g_end) x 16 of w (n_out rows of n_in 2-byte elements) as they are; rows past n_out: zero.
+void copy_row_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin, int64_t g_end) {
+  const size_t rb = static_cast<size_t>(n_in) * 2;
+  const int64_t r0 = g_begin * kR, r1 = g_end * kR, real = std::clamp(n_out, r0, r1);
+  uint8_t* d = dst + rb * static_cast<size_t>(r0);
+  std::memcpy(d, w + r0 * n_in, rb * static_cast<size_t>(real - r0));
+  std::memset(d + rb * static_cast<size_t>(real - r0), 0, rb * static_cast<size_t>(r1 - real));
+}
 }  // namespace
 
 void pack_float_il_groups(DType t, const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t* dst, int64_t g_begin,
@@ -368,14 +376,14 @@ size_t packed_group_bytes(DType t, int64_t n_in) {
     if (f16_copied()) return static_cast<size_t>((n_in + kF16CopyStep - 1) / kF16CopyStep) * kF16CopyStep * 2 * kR;
     return static_cast<size_t>(n_in) * 2 * kR;
   }
-  if (float_in_place(t)) return static_cast<size_t>(n_in) * 2 * kR;
+  if (float_rows_copied(t)) return static_cast<size_t>(n_in) * 2 * kR;
   if (t == DType::BF16) return static_cast<size_t>((n_in + kBf16CopyStep - 1) / kBf16CopyStep) * kBf16CopyStep * 2 * kR;
   return static_cast<size_t>(n_in / block_elems(t)) * static_cast<size_t>(packed_record_bytes(t));
 }
 
 size_t packed_act_row_bytes(DType t, int64_t n_in) {
   if (t == DType::F16) return static_cast<size_t>(f16_on_amx() ? (n_in + 31) / 32 * 32 : n_in) * sizeof(float);
-  if (float_in_place(t)) return static_cast<size_t>(n_in) * sizeof(float);  // BF16 off AVX-512: bf16-rounded f32
+  if (float_rows_copied(t)) return static_cast<size_t>(n_in) * sizeof(float);  // BF16 off AVX-512: bf16-rounded f32
   if (t == DType::BF16) return static_cast<size_t>((n_in + kBf16CopyStep - 1) / kBf16CopyStep * kBf16CopyStep) * 2;
   if (block_elems(t) == kQKK) return static_cast<size_t>(n_in / kQKK) * (sizeof(BlockQ8_K) + 64);
   return static_cast<size_t>(n_in / kQK) * (kQK + 8);
@@ -390,7 +398,6 @@ bool can_pack(const WeightView& w) {
 }
 
 size_t packed_bytes(const WeightView& w) {
-  if (float_in_place(w.type)) return 0;
   return packed_group_bytes(w.type, w.n_in) * static_cast<size_t>(row_groups(w.n_out));
 }
 
@@ -408,6 +415,10 @@ void packed_get_row(const WeightView& w, int64_t row, float* dst) {
     const void* copy = w.repacked && !amx ? w.repacked->load(std::memory_order_acquire) : nullptr;
     if (!copy) {
       tr->to_float(static_cast<const uint8_t*>(w.data) + row_bytes(w.type, w.n_in) * static_cast<size_t>(row), dst, w.n_in);
+      return;
+    }
+    if (float_rows_copied(w.type)) {
+      tr->to_float(static_cast<const uint8_t*>(copy) + row_bytes(w.type, w.n_in) * static_cast<size_t>(row), dst, w.n_in);
       return;
     }
     const int64_t step = float_copy_step(w.type);
@@ -629,6 +640,8 @@ void PackedStore::pack_slice(const Job& job, int64_t g0, int64_t g1) {
         pack_groups(p, job.dst, row0, a, b);
       else if (p.type == DType::F16 && f16_on_amx())
         pack_f16_amx_groups(src, p.n_in, p.n_out, part, a, b);
+      else if (float_rows_copied(p.type))
+        copy_row_groups(src, p.n_in, p.n_out, part, a, b);
       else
         pack_float_il_groups(p.type, src, p.n_in, p.n_out, part, a, b);
       if (on_repacked_) {  // the slice's rows, read again only by products until the copy is published
@@ -700,9 +713,9 @@ const float* PackedStore::copy_floats(const float* src, int64_t n) {
 WeightView PackedStore::add(const WeightView& w) {
   if (!can_pack(w)) return w;
   WeightView v = w;
-  if (copied_in_background(w.type) || float_in_place(w.type)) {  // the rows until the copy exists (AVX2's F16, BF16: for good)
+  if (copied_in_background(w.type)) {  // the rows until the copy (from the background) exists
     v.packed = true;
-    if (copied_in_background(w.type)) repack_later(v, {});  // the copy comes from the background
+    repack_later(v, {});
     return v;
   }
   auto* dst = alloc(packed_bytes(w), w);
@@ -718,7 +731,7 @@ WeightView PackedStore::add_fused(std::span<const WeightView> parts) {
   f.n_out = 0;
   for (const WeightView& p : parts) {
     // Every part but the last must fill whole row groups so the parts' rows stay consecutive.
-    if (!can_pack(p) || p.type != f.type || p.n_in != f.n_in || float_in_place(p.type)) return {};
+    if (!can_pack(p) || p.type != f.type || p.n_in != f.n_in) return {};
     if (&p != &parts.back() && p.n_out % kR != 0) return {};
     f.n_out += p.n_out;
   }
@@ -754,6 +767,7 @@ bool f16_on_amx() {
 bool f16_copied() { return best_isa() == Isa::kAvx512; }
 
 bool copied_in_background(DType t) {
+  if (float_rows_copied(t)) return true;
   if (t == DType::F16) return f16_copied();
   if (t == DType::BF16) return best_isa() == Isa::kAvx512;
   if (best_isa() != Isa::kAvx512 || use_amx()) return false;
@@ -762,6 +776,7 @@ bool copied_in_background(DType t) {
 }
 
 PackedKernels packed_kernels_rows(DType t) {
+  if (float_rows_copied(t)) return packed_kernels_avx2(t);  // the same kernels on the rows and the copy
   if (t == DType::F16) return packed_kernels_f16_rows();
   return copied_in_background(t) ? packed_kernels_rows_avx512(t) : PackedKernels{};
 }

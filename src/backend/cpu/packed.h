@@ -1,6 +1,7 @@
 // Weights repacked into a row-interleaved layout for AVX-512 VNNI and AVX2 (Q4_0, Q4_1, Q5_0, Q5_1,
 // Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; BF16 on AVX-512): at load, or after it in the background
-// (copied_in_background). On AVX2, F16 and BF16 weights stay in ggml's rows for good (packed_bytes 0).
+// (copied_in_background). On AVX2, F16 and BF16 weights are copied in the background as they are
+// (ggml's rows, onto huge pages; the same kernels read the rows until then).
 //
 // Why: in ggml's layout every 32-element block carries its own scale, so a SIMD kernel must reduce each
 // block's integer dot on its own (shuffles, scalar scale conversions, a horizontal sum per row) before
@@ -322,7 +323,11 @@ void pack_f16_amx_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t
 // True where the CPU path is AVX-512: PackedStore then copies F16 weights in the background, on
 // AMX-BF16 into its layout (f16_on_amx), elsewhere into pack_float_il_groups' layout, and the products
 // take packed_kernels_f16_rows() on ggml's rows until the copy exists (the same bits). Off AVX-512
-// (AVX2) F16 and BF16 stay in place (packed_avx2.cpp: one row at a time in decode).
+// (AVX2) F16 and BF16 are copied in the background as they are (ggml's rows onto the store's huge
+// pages; packed_avx2.cpp's kernels on both). NOTE: on the 2-vCPU Zen 5 with IGNIS_ISA=avx2,
+// Qwen2.5-0.5B F16 tg64 read in place / from the copy, alternated 3x: 18.1-20.2 / 21.7-24.6 t/s at 1
+// thread, 31.7-39.0 / 37.1-50.3 at 2 (peak RSS 962 / 971 MiB; load to first token 949 / 1203 ms,
+// llama-simple 5.3-5.4 s).
 // NOTE: in place on AVX-512, decode reads the rows as 4 streams side by side from the file's 4 KiB page-cache
 // pages; the copy is one stream per group on huge pages. Qwen2.5-0.5B F16 tg128 on a 2-vCPU Zen 5,
 // alternated twice: 12.4-14.7 -> 23.4-24.0 t/s at 1 thread, 26.7-28.3 -> 36.4-43.8 at 2 (llama.cpp
@@ -337,8 +342,8 @@ PackedKernels packed_kernels_f16_rows();
 PackedKernels packed_kernels_float_avx512(DType t, bool rows);
 // True if PackedStore makes the packed copy of a weight of type t in the background, the products
 // taking packed_kernels_rows(t) on ggml's rows until it exists (the same bits): F16 where f16_copied(),
-// BF16 on AVX-512 (with or without AMX), and the other packed types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) on AVX-512 VNNI without AMX.
+// F16 and BF16 on AVX2 (their rows as they are), BF16 on AVX-512 (with or without AMX), and the other
+// packed types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) on AVX-512 VNNI without AMX.
 // NOTE: packed at load, those types' fresh memory made loading slow: the kernel faulting in and
 // zeroing the pages was 49% of a load's samples, the packing loop 28%. Load to first token
 // (bench/load-vs-llamacpp.sh 3, 2-vCPU Zen 5) was 1,418 ms for Qwen2.5-0.5B Q8_0 against llama-simple's

@@ -363,7 +363,7 @@ void halves_dot_q2k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
   store_halves<NX, NH>(acc, out, out_stride, n_rows, h0);
 }
 
-// ---- F16 / BF16 rows (ggml layout, no copy) against f32 activations holding f16- / bf16-rounded values ----
+// ---- F16 / BF16 rows (ggml's layout) against f32 activations holding f16- / bf16-rounded values ----
 
 // The weights' 8 elements at p as floats.
 struct HalfF16 {
@@ -487,7 +487,8 @@ inline void half_tile(int64_t n, const uint16_t* w, const float* const xt[NX], f
   }
 }
 
-// NOTE: decode reads one row at a time, the file's rows as one stream. On the 2-vCPU Zen 5 (AVX2 path),
+// NOTE: decode reads one row at a time, the matrix's rows as one stream (the file's until the
+// background copy onto huge pages exists, packed.h). On the 2-vCPU Zen 5 (AVX2 path),
 // a 900 MB F16 matvec (896-element rows) in a standalone loop at one thread read 22.5-23.6 GB/s with
 // one row on 2 or 4 chains (20.5 on one), 14-18 with 4 rows side by side on a chain each (the layout
 // before: it held the prefill tile's arithmetic; 11-13 without its software prefetch) and 11 with 2 rows
