@@ -388,11 +388,9 @@ TEST(PackedF16, Avx2ActivationRoundingEqualsScalarConversion) {
   expect_rounding_equals_scalar(f16_round_avx2);
 }
 
-// The AVX-512 bf16 rounding of BF16 products' activations equals the scalar conversion (f32_to_bf16,
-// ggml's) bit for bit, ties, subnormals, NaN and the overflow edge included, and zero-fills the padding.
-TEST(PackedBf16, ActivationRoundingEqualsScalarConversion) {
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw")) GTEST_SKIP() << "no AVX-512";
+// Inputs for the bf16 roundings: values across 13 decades, then ties, the overflow edge, subnormals,
+// NaNs (quiet and signalling), infinities and -0.
+std::vector<float> bf16_rounding_inputs() {
   std::mt19937 rng(3);
   std::normal_distribution<float> g(0.0f, 1.0f);
   std::vector<float> x;
@@ -400,6 +398,15 @@ TEST(PackedBf16, ActivationRoundingEqualsScalarConversion) {
   for (uint32_t bits : {0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0x7f7f8000u, 0x00008000u, 0x00018000u,
                         0x80000001u, 0x7fc00000u, 0x7f800001u, 0xff812345u, 0x7f800000u, 0xff800000u, 0x80000000u})
     x.push_back(std::bit_cast<float>(bits));
+  return x;
+}
+
+// The AVX-512 bf16 rounding of BF16 products' activations equals the scalar conversion (f32_to_bf16,
+// ggml's) bit for bit, ties, subnormals, NaN and the overflow edge included, and zero-fills the padding.
+TEST(PackedBf16, ActivationRoundingEqualsScalarConversion) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw")) GTEST_SKIP() << "no AVX-512";
+  const std::vector<float> x = bf16_rounding_inputs();
   for (int64_t n : {int64_t{1}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{40}, static_cast<int64_t>(x.size())}) {
     const int64_t padded = (n + 31) / 32 * 32;
     std::vector<uint16_t> y(padded + 8, 0xabcd);
@@ -415,13 +422,7 @@ TEST(PackedBf16, ActivationRoundingEqualsScalarConversion) {
 TEST(PackedBf16, Avx2ActivationRoundingEqualsScalarConversion) {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2";
-  std::mt19937 rng(3);
-  std::normal_distribution<float> g(0.0f, 1.0f);
-  std::vector<float> x;
-  for (int i = 0; i < 997; ++i) x.push_back(g(rng) * std::pow(10.0f, static_cast<float>(i % 13 - 8)));
-  for (uint32_t bits : {0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0x7f7f8000u, 0x00008000u, 0x00018000u,
-                        0x80000001u, 0x7fc00000u, 0x7f800001u, 0xff812345u, 0x7f800000u, 0xff800000u, 0x80000000u})
-    x.push_back(std::bit_cast<float>(bits));
+  const std::vector<float> x = bf16_rounding_inputs();
   for (int64_t n = 1; n <= static_cast<int64_t>(x.size()); n += n < 40 ? 1 : static_cast<int64_t>(x.size()) - 40) {
     std::vector<float> y(x.size(), 12345.0f);
     bf16_round_avx2(x.data(), y.data(), n);

@@ -371,12 +371,11 @@ void pack_float_il_groups(DType t, const uint16_t* w, int64_t n_in, int64_t n_ou
 }
 
 size_t packed_group_bytes(DType t, int64_t n_in) {
-  if (t == DType::F16) {  // 1 KB chunks of 32 elements on AMX, steps of 16 elements of 16 rows, or ggml's rows
+  if (float_rows_copied(t)) return static_cast<size_t>(n_in) * 2 * kR;  // AVX2: ggml's rows
+  if (t == DType::F16) {  // 1 KB chunks of 32 elements on AMX, else steps of 16 elements of 16 rows
     if (f16_on_amx()) return static_cast<size_t>((n_in + 31) / 32) * 1024;
-    if (f16_copied()) return static_cast<size_t>((n_in + kF16CopyStep - 1) / kF16CopyStep) * kF16CopyStep * 2 * kR;
-    return static_cast<size_t>(n_in) * 2 * kR;
+    return static_cast<size_t>((n_in + kF16CopyStep - 1) / kF16CopyStep) * kF16CopyStep * 2 * kR;
   }
-  if (float_rows_copied(t)) return static_cast<size_t>(n_in) * 2 * kR;
   if (t == DType::BF16) return static_cast<size_t>((n_in + kBf16CopyStep - 1) / kBf16CopyStep) * kBf16CopyStep * 2 * kR;
   return static_cast<size_t>(n_in / block_elems(t)) * static_cast<size_t>(packed_record_bytes(t));
 }
@@ -413,12 +412,9 @@ void packed_get_row(const WeightView& w, int64_t row, float* dst) {
   if (is_float(w.type)) {  // the copy (F16: off AMX) once it exists (pack_float_il_groups), else ggml's rows
     const bool amx = w.type == DType::F16 && f16_on_amx();
     const void* copy = w.repacked && !amx ? w.repacked->load(std::memory_order_acquire) : nullptr;
-    if (!copy) {
-      tr->to_float(static_cast<const uint8_t*>(w.data) + row_bytes(w.type, w.n_in) * static_cast<size_t>(row), dst, w.n_in);
-      return;
-    }
-    if (float_rows_copied(w.type)) {
-      tr->to_float(static_cast<const uint8_t*>(copy) + row_bytes(w.type, w.n_in) * static_cast<size_t>(row), dst, w.n_in);
+    if (!copy || float_rows_copied(w.type)) {  // ggml's rows: the file's, or (AVX2) the copy of them
+      const void* rows = copy ? copy : w.data;
+      tr->to_float(static_cast<const uint8_t*>(rows) + row_bytes(w.type, w.n_in) * static_cast<size_t>(row), dst, w.n_in);
       return;
     }
     const int64_t step = float_copy_step(w.type);

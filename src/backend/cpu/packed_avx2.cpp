@@ -388,10 +388,10 @@ constexpr int f16_chain(int64_t step) { return static_cast<int>((step / kF16Chai
 constexpr int64_t kF16DecodePrefetchBytes = 12288;
 
 // The row's last n % 8 elements (n % 8 != 0), zero-padded, and the mask of the activations' ones.
-struct F16Tail {
+struct HalfTail {
   int64_t i;
   __m256i mask;
-  static F16Tail at(int64_t n) {
+  static HalfTail at(int64_t n) {
     const int64_t i = n / 8 * 8;
     return {i, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))};
   }
@@ -424,7 +424,7 @@ inline float half_row_dot(int64_t n, const uint16_t* w, const float* x) {
     if (s + j < steps) step(j / kF16ChainSteps, 8 * (s + j));
   }
   if (n % 8 != 0) {
-    const F16Tail tail = F16Tail::at(n);
+    const HalfTail tail = HalfTail::at(n);
     const __m256 p_w = tail.weights<H>(w, n), p_x = _mm256_maskload_ps(x + tail.i, tail.mask);
     IGNIS_UNROLL for (int c = 0; c < kF16Chains; ++c) {
       if (c == f16_chain(steps)) acc[c] = _mm256_fmadd_ps(p_w, p_x, acc[c]);
@@ -472,7 +472,7 @@ inline void half_tile(int64_t n, const uint16_t* w, const float* const xt[NX], f
   if (n % 8 != 0) {
     const int c = f16_chain(steps);
     take(c);
-    const F16Tail tail = F16Tail::at(n);
+    const HalfTail tail = HalfTail::at(n);
     IGNIS_UNROLL for (int r = 0; r < NR; ++r) {
       const __m256 wv = tail.weights<H>(w + r * n, n);
       IGNIS_UNROLL for (int t = 0; t < NX; ++t)
