@@ -42,6 +42,9 @@ inline __m128i load64(const uint8_t* p) { return _mm_loadl_epi64(reinterpret_cas
 inline __m256i ubs(__m256i u, __m256i s) { return _mm256_maddubs_epi16(u, s); }
 inline __m256i sum_pairs(__m256i s16) { return _mm256_madd_epi16(s16, _mm256_set1_epi16(1)); }
 inline __m256 f16x8(const uint8_t* p) { return _mm256_cvtph_ps(load128(p)); }
+// v, as a value the compiler cannot see through: integer sums into it are not reassociated across it.
+// (GCC 12 otherwise sums an unrolled loop's products at its end, spilling them all.)
+inline void settle(__m256i& v) { __asm__("" : "+x"(v)); }
 
 // NOTE: the K-quant kernels prefetch the next record a quarter at a time while working on the current
 // one: on Zen 3 a 75,968 x 1536 matvec streamed 7.7 -> 9.3 GB/s (Q6_K) and 9.5 -> 11 GB/s (Q4_K) on one
@@ -104,7 +107,7 @@ void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
       __m256i a[NX], c[NX];
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) a[t] = c[t] = _mm256_setzero_si256();
       constexpr int kSteps = T == DType::Q8_0 ? 8 : 4;
-      for (int k = 0; k < kSteps; ++k) {
+      auto step = [&](int k) {
         const __m256i ch = load256(q + 64 * k);
         __m256i w0, w1;
         if constexpr (T == DType::Q8_0) {  // |q| and q (signed), from q + 128
@@ -128,11 +131,18 @@ void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
             const __m256i s = _mm256_add_epi16(ubs(w0, bcast4(xq + 8 * k)), ubs(w1, bcast4(xq + 8 * k + 4)));
             if (kFive && k >= 2) {
               c[t] = _mm256_add_epi16(c[t], s);
+              settle(c[t]);
             } else {
               a[t] = _mm256_add_epi16(a[t], s);
+              if constexpr (kFive) settle(a[t]);
             }
           }
         }
+      };
+      if constexpr (kFive) {
+        IGNIS_UNROLL for (int k = 0; k < kSteps; ++k) step(k);
+      } else {
+        for (int k = 0; k < kSteps; ++k) step(k);
       }
       const __m256 dw = f16x8(rec + 16 * h);
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
@@ -194,14 +204,26 @@ void halves_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
       const uint8_t* qs = rec + 64 + 256 + 32 * h;
       __m256i isum[NX], msum[NX];
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = msum[t] = _mm256_setzero_si256();
-      for (int i = 0; i < 4; ++i) {
+      // Sub-blocks 2i, 2i + 1's mins times the token's sums.
+      auto mins = [&](int i) {
+        const __m256i m = _mm256_cvtepu8_epi16(load128(mn + 32 * i));
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t)
+          msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(m, _mm256_set1_epi32(side_k(x + t * x_stride, nb, s)[i])));
+      };
+      auto pair = [&](int i) {
         if (hh == 0) prefetch(rec + kRec + i * (kRec / 4), kRec / 4);
-        // Each row's scale in both words of its lane: vpmaddwd multiplies and sums a lane's int16 pair.
-        const __m256i s0 = _mm256_cvtepu8_epi32(load64(sc + 2 * i * 16));
-        const __m256i s1 = _mm256_cvtepu8_epi32(load64(sc + (2 * i + 1) * 16));
-        const __m256i w0 = _mm256_or_si256(s0, _mm256_slli_epi32(s0, 16)), w1 = _mm256_or_si256(s1, _mm256_slli_epi32(s1, 16));
         __m256i a0[NX], a1[NX];
         IGNIS_UNROLL for (int t = 0; t < NX; ++t) a0[t] = a1[t] = _mm256_setzero_si256();
+        auto flush = [&] {
+          // Each row's scale in both words of its lane: vpmaddwd multiplies and sums a lane's int16 pair.
+          const __m256i s0 = _mm256_cvtepu8_epi32(load64(sc + 2 * i * 16));
+          const __m256i s1 = _mm256_cvtepu8_epi32(load64(sc + (2 * i + 1) * 16));
+          const __m256i w0 = _mm256_or_si256(s0, _mm256_slli_epi32(s0, 16)), w1 = _mm256_or_si256(s1, _mm256_slli_epi32(s1, 16));
+          IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(a0[t], w0), _mm256_madd_epi16(a1[t], w1)));
+            a0[t] = a1[t] = _mm256_setzero_si256();
+          }
+        };
         auto chunk = [&](int c) {
           __m256i lo, hi;
           if constexpr (K5) {
@@ -217,25 +239,37 @@ void halves_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
             const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs) + 64 * i + 4 * c;
             a0[t] = _mm256_add_epi16(a0[t], ubs(lo, bcast4(xq)));
             a1[t] = _mm256_add_epi16(a1[t], ubs(hi, bcast4(xq + 32)));
-          }
-          if (c == 7 || (K5 && c == 3)) {
-            IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-              isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(a0[t], w0), _mm256_madd_epi16(a1[t], w1)));
-              a0[t] = a1[t] = _mm256_setzero_si256();
+            if constexpr (!K5 && NX > kBothHalvesMaxTokens) {
+              settle(a0[t]);
+              settle(a1[t]);
             }
           }
         };
-        // NOTE: not unrolled for 3 and 4 tokens: unrolled, GCC 12 computed the 8 chunks' products first and
-        // spilled all 64 of them (4 tokens) to the stack before summing (1536 x 8960 Q4_K matmul at 64 tokens
-        // on one Zen 3 thread 14.8 -> 14.2 ms; 1.5B Q4_K_M pp512 t1 24-31 -> 35-38 t/s).
-        if constexpr (NX <= kBothHalvesMaxTokens) {
-          IGNIS_UNROLL for (int c = 0; c < 8; ++c) chunk(c);
-        } else {
-          for (int c = 0; c < 8; ++c) chunk(c);
+        // NOTE: for 3 and 4 tokens Q4_K's 8 chunks (and the 4 sub-block pairs) are unrolled with each sum
+        // pinned after its chunk (settle); as a loop GCC 12 kept one token's sum on the stack, a
+        // store-to-load chain through every chunk, and unrolled without the pins it summed all 64 products
+        // at the end, spilled (on Zen 3: 1.5B Q4_K_M pp512 t1 24-31 t/s as against 35-38 for the loop). With
+        // the mins' products after the sub-blocks, 1536 x 8960 x 512 tokens on one Zen 5 thread
+        // (IGNIS_ISA=avx2 ignis-bench-matmul q4_K 1536 8960 512 1 4, best of 4, alternated 6x) 63.7-70.4 ->
+        // 57.0-59.6 ms, Q5_K (a loop still: its fifth bits' shifts) 83.2-85.6 -> 77.6-82.7.
+        constexpr int kRun = K5 ? 4 : 8;  // chunks summed in int16
+        for (int c0 = 0; c0 < 8; c0 += kRun) {
+          if constexpr (K5 && NX > kBothHalvesMaxTokens) {
+            for (int c = 0; c < kRun; ++c) chunk(c0 + c);
+          } else {
+            IGNIS_UNROLL for (int c = 0; c < kRun; ++c) chunk(c0 + c);
+          }
+          flush();
         }
-        const __m256i m = _mm256_cvtepu8_epi16(load128(mn + 32 * i));
-        IGNIS_UNROLL for (int t = 0; t < NX; ++t)
-          msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(m, _mm256_set1_epi32(side_k(x + t * x_stride, nb, s)[i])));
+      };
+      if constexpr (NX <= kBothHalvesMaxTokens) {
+        for (int i = 0; i < 4; ++i) {
+          pair(i);
+          mins(i);
+        }
+      } else {
+        IGNIS_UNROLL for (int i = 0; i < 4; ++i) pair(i);
+        IGNIS_UNROLL for (int i = 0; i < 4; ++i) mins(i);  // after the sub-blocks: fewer live registers
       }
       add_super_block<NX, true>(acc[hh], isum, msum, rec, h, x, x_stride, s);
     }
@@ -284,27 +318,31 @@ void halves_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
       const uint8_t* tri = rec + 32 + 256 + 32 * h;  // triples of 192 bytes
       __m256i isum[NX];
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm256_setzero_si256();
-      // Sub-block j + 4u holds element groups g + 16u for g = 4j .. 4j + 3 (see packed.h).
+      // Sub-block j + 4u holds element groups g + 16u for g = 4j .. 4j + 3 (see packed.h). Its int16 sums go
+      // into the int32 ones by vpmaddwd with the row's scale in both words (|sum| <= 32004, |scale| <= 128);
+      // its offset (the side array's sum) times the scale after its groups.
+      // NOTE: before, each sub-block's int32 sum started at the offset and took its scale by vpmulld, and
+      // GCC 12 kept the 4 tokens' sums of a whole j step live, spilling 40 registers' worth. 1536 x 8960 x
+      // 512 tokens on one Zen 5 thread (IGNIS_ISA=avx2 ignis-bench-matmul q6_K 1536 8960 512 1 4, best of 4,
+      // alternated 6x): Q6_K 93.3-115.2 -> 75.8-80.5 ms, Q3_K 83.0-104.1 -> 74.2-86.5.
       for (int j = 0; j < 4; ++j) {
         if (hf == 0) prefetch(rec + kRec + j * (kRec / 4), kRec / 4);
         IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
-          __m256i a[NX];
-          IGNIS_UNROLL for (int t = 0; t < NX; ++t) a[t] = _mm256_set1_epi32(side_k(x + t * x_stride, nb, s)[j + 4 * u]);
-          IGNIS_UNROLL for (int p = 0; p < 4 / kSum; ++p) {
-            __m256i s16[NX];
-            IGNIS_UNROLL for (int t = 0; t < NX; ++t) s16[t] = _mm256_setzero_si256();
-            IGNIS_UNROLL for (int gg = kSum * p; gg < kSum * p + kSum; ++gg) {
-              const int g = 4 * j + gg;
-              const __m256i qv = k6_quants<T>(tri, g, u);
-              IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-                const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs);
-                s16[t] = _mm256_add_epi16(s16[t], ubs(qv, bcast4(xq + 4 * (g + 16 * u))));
-              }
-            }
-            IGNIS_UNROLL for (int t = 0; t < NX; ++t) a[t] = _mm256_add_epi32(a[t], sum_pairs(s16[t]));
-          }
           const __m256i scv = _mm256_cvtepi8_epi32(load64(sc + (j + 4 * u) * 16));
-          IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(a[t], scv));
+          const __m256i scw = _mm256_or_si256(_mm256_and_si256(scv, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(scv, 16));
+          IGNIS_UNROLL for (int p = 0; p < 4 / kSum; ++p) {
+            __m256i qv[kSum];
+            IGNIS_UNROLL for (int gg = 0; gg < kSum; ++gg) qv[gg] = k6_quants<T>(tri, 4 * j + kSum * p + gg, u);
+            IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+              const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs) + 4 * (4 * j + kSum * p + 16 * u);
+              __m256i s16 = ubs(qv[0], bcast4(xq));
+              IGNIS_UNROLL for (int gg = 1; gg < kSum; ++gg) s16 = _mm256_add_epi16(s16, ubs(qv[gg], bcast4(xq + 4 * gg)));
+              isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16, scw));
+              settle(isum[t]);
+            }
+          }
+          IGNIS_UNROLL for (int t = 0; t < NX; ++t)
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_set1_epi32(side_k(x + t * x_stride, nb, s)[j + 4 * u]), scv));
         }
       }
       add_super_block<NX, false>(acc[hf], isum, isum, rec, h, x, x_stride, s);
@@ -330,6 +368,13 @@ void halves_dot_q2k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
       const uint8_t* qs = rec + 64 + 256 + 32 * h;
       __m256i isum[NX], msum[NX];
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) isum[t] = msum[t] = _mm256_setzero_si256();
+      // Sub-blocks 2i, 2i + 1's mins times the token's sums: for 3 and 4 tokens after all the sub-blocks
+      // (fewer live registers).
+      auto mins = [&](int i) {
+        const __m256i mn = _mm256_srli_epi16(_mm256_cvtepu8_epi16(load128(rec + 64 + 32 * i + 16 * h)), 4);
+        IGNIS_UNROLL for (int t = 0; t < NX; ++t)
+          msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(mn, _mm256_set1_epi32(side_k(x + t * x_stride, nb, s)[i])));
+      };
       for (int hh = 0; hh < 2; ++hh) {
         if (hf == 0) prefetch(rec + kRec + hh * (kRec / 2), kRec / 2);
         IGNIS_UNROLL for (int f = 0; f < 4; ++f) {
@@ -344,19 +389,24 @@ void halves_dot_q2k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
               const auto* xq = reinterpret_cast<const uint8_t*>(act_k(x + t * x_stride, s)->qs) + 4 * (32 * hh + 8 * f + c);
               s0[t] = _mm256_add_epi16(s0[t], ubs(qa, bcast4(xq)));
               s1[t] = _mm256_add_epi16(s1[t], ubs(qb, bcast4(xq + 16)));
+              if constexpr (NX > kBothHalvesMaxTokens) {
+                settle(s0[t]);
+                settle(s1[t]);
+              }
             }
           }
           // Per row, words (scale | min << 4) of sub-blocks 2i and 2i + 1.
           const __m256i v = _mm256_cvtepu8_epi16(load128(rec + 64 + 32 * i + 16 * h));
-          const __m256i sc = _mm256_and_si256(v, m0f), mn = _mm256_srli_epi16(v, 4);
+          const __m256i sc = _mm256_and_si256(v, m0f);
           const __m256i sc0 = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(sc, 0xA0), 0xA0);  // words 0, 0, 2, 2
           const __m256i sc1 = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(sc, 0xF5), 0xF5);  // words 1, 1, 3, 3
           IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
             isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(s0[t], sc0), _mm256_madd_epi16(s1[t], sc1)));
-            msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(mn, _mm256_set1_epi32(side_k(x + t * x_stride, nb, s)[i])));
           }
+          if constexpr (NX <= kBothHalvesMaxTokens) mins(i);
         }
       }
+      if constexpr (NX > kBothHalvesMaxTokens) IGNIS_UNROLL for (int i = 0; i < 8; ++i) mins(i);
       add_super_block<NX, true>(acc[hf], isum, msum, rec, h, x, x_stride, s);
     }
   }
