@@ -250,8 +250,8 @@ void halves_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
         // store-to-load chain through every chunk, and unrolled without the pins it summed all 64 products
         // at the end, spilled (on Zen 3: 1.5B Q4_K_M pp512 t1 24-31 t/s as against 35-38 for the loop). With
         // the mins' products after the sub-blocks, 1536 x 8960 x 512 tokens on one Zen 5 thread
-        // (IGNIS_ISA=avx2 ignis-bench-matmul q4_K 1536 8960 512 1 4, best of 4, alternated 6x) 63.7-70.4 ->
-        // 57.0-59.6 ms, Q5_K (a loop still: its fifth bits' shifts) 83.2-85.6 -> 77.6-82.7.
+        // (IGNIS_ISA=avx2 ignis-bench-matmul q4_K 1536 8960 512 1 4, best of 4, medians of 3 alternated) 64.2
+        // -> 55.9 ms, Q5_K (a loop still: its fifth bits' shifts) 80.9 -> 78.3, Q2_K (mins after) 81.0 -> 60.8.
         constexpr int kRun = K5 ? 4 : 8;  // chunks summed in int16
         for (int c0 = 0; c0 < 8; c0 += kRun) {
           if constexpr (K5 && NX > kBothHalvesMaxTokens) {
@@ -324,7 +324,7 @@ void halves_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
       // NOTE: before, each sub-block's int32 sum started at the offset and took its scale by vpmulld, and
       // GCC 12 kept the 4 tokens' sums of a whole j step live, spilling 40 registers' worth. 1536 x 8960 x
       // 512 tokens on one Zen 5 thread (IGNIS_ISA=avx2 ignis-bench-matmul q6_K 1536 8960 512 1 4, best of 4,
-      // alternated 6x): Q6_K 93.3-115.2 -> 75.8-80.5 ms, Q3_K 83.0-104.1 -> 74.2-86.5.
+      // medians of 3 alternated): Q6_K 89.6 -> 74.3 ms, Q3_K 80.7 -> 72.0.
       for (int j = 0; j < 4; ++j) {
         if (hf == 0) prefetch(rec + kRec + j * (kRec / 4), kRec / 4);
         IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
