@@ -45,6 +45,11 @@ inline __m256 f16x8(const uint8_t* p) { return _mm256_cvtph_ps(load128(p)); }
 // v, as a value the compiler cannot see through: integer sums into it are not reassociated across it.
 // (GCC 12 otherwise sums an unrolled loop's products at its end, spilling them all.)
 inline void settle(__m256i& v) { __asm__("" : "+x"(v)); }
+// Each int32 lane's low word in both its words: vpmaddwd with it multiplies a lane's int16 pair by the
+// lane's (row's) scale and sums them.
+inline __m256i in_both_words(__m256i v) {
+  return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(v, 16));
+}
 
 // NOTE: the K-quant kernels prefetch the next record a quarter at a time while working on the current
 // one: on Zen 3 a 75,968 x 1536 matvec streamed 7.7 -> 9.3 GB/s (Q6_K) and 9.5 -> 11 GB/s (Q4_K) on one
@@ -215,10 +220,8 @@ void halves_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
         __m256i a0[NX], a1[NX];
         IGNIS_UNROLL for (int t = 0; t < NX; ++t) a0[t] = a1[t] = _mm256_setzero_si256();
         auto flush = [&] {
-          // Each row's scale in both words of its lane: vpmaddwd multiplies and sums a lane's int16 pair.
-          const __m256i s0 = _mm256_cvtepu8_epi32(load64(sc + 2 * i * 16));
-          const __m256i s1 = _mm256_cvtepu8_epi32(load64(sc + (2 * i + 1) * 16));
-          const __m256i w0 = _mm256_or_si256(s0, _mm256_slli_epi32(s0, 16)), w1 = _mm256_or_si256(s1, _mm256_slli_epi32(s1, 16));
+          const __m256i w0 = in_both_words(_mm256_cvtepu8_epi32(load64(sc + 2 * i * 16)));
+          const __m256i w1 = in_both_words(_mm256_cvtepu8_epi32(load64(sc + (2 * i + 1) * 16)));
           IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
             isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(a0[t], w0), _mm256_madd_epi16(a1[t], w1)));
             a0[t] = a1[t] = _mm256_setzero_si256();
@@ -329,7 +332,7 @@ void halves_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
         if (hf == 0) prefetch(rec + kRec + j * (kRec / 4), kRec / 4);
         IGNIS_UNROLL for (int u = 0; u < 4; ++u) {
           const __m256i scv = _mm256_cvtepi8_epi32(load64(sc + (j + 4 * u) * 16));
-          const __m256i scw = _mm256_or_si256(_mm256_and_si256(scv, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(scv, 16));
+          const __m256i scw = in_both_words(scv);
           IGNIS_UNROLL for (int p = 0; p < 4 / kSum; ++p) {
             __m256i qv[kSum];
             IGNIS_UNROLL for (int gg = 0; gg < kSum; ++gg) qv[gg] = k6_quants<T>(tri, 4 * j + kSum * p + gg, u);
