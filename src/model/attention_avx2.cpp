@@ -47,11 +47,16 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// 8 floats of a row: f32, or f16 widened exactly as it is loaded (either gives the same bits on the
+// same values).
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+
 // a[j][i] = the 8 column-lane partial sums of q[j] . k_i (columns in order), for keys i < n_keys (a
 // multiple of 4; the rest zero). Keys go 4 at a time so that NQ query vectors share each K load: 2
 // vectors take 6 loads per 8 FMAs, one took 9.
-template <int NQ>
-inline void partial_scores(const float* const q[NQ], const float* const* kp, int64_t d, int n_keys, __m256 a[NQ][16]) {
+template <int NQ, class Row>
+inline void partial_scores(const float* const q[NQ], const Row* const* kp, int64_t d, int n_keys, __m256 a[NQ][16]) {
   for (int kb = 0; kb < 16; kb += 4) {
     __m256 acc[NQ][4];
     IGNIS_UNROLL for (int j = 0; j < NQ; ++j) IGNIS_UNROLL for (int i = 0; i < 4; ++i) acc[j][i] = _mm256_setzero_ps();
@@ -60,7 +65,7 @@ inline void partial_scores(const float* const q[NQ], const float* const* kp, int
         __m256 qv[NQ];
         IGNIS_UNROLL for (int j = 0; j < NQ; ++j) qv[j] = _mm256_loadu_ps(q[j] + c);
         IGNIS_UNROLL for (int i = 0; i < 4; ++i) {
-          const __m256 kv = _mm256_loadu_ps(kp[kb + i] + c);
+          const __m256 kv = load8(kp[kb + i] + c);
           IGNIS_UNROLL for (int j = 0; j < NQ; ++j) acc[j][i] = _mm256_fmadd_ps(qv[j], kv, acc[j][i]);
         }
       }
@@ -71,8 +76,8 @@ inline void partial_scores(const float* const q[NQ], const float* const* kp, int
 
 // ov[j][c .. c + 8 CB) = ov[j] * alpha[j] + sum_{i < nj} p[j][i] * vp[i][c ..], for NQ vectors sharing
 // the V loads.
-template <int NQ, int CB>
-inline void pv_block(float* const ov[NQ], int64_t c, const float (*p)[16], const float* const* vp, int nj,
+template <int NQ, int CB, class Row>
+inline void pv_block(float* const ov[NQ], int64_t c, const float (*p)[16], const Row* const* vp, int nj,
                      const __m256 alpha[NQ]) {
   __m256 o[NQ][CB];
   IGNIS_UNROLL for (int j = 0; j < NQ; ++j) IGNIS_UNROLL for (int k = 0; k < CB; ++k)
@@ -81,27 +86,27 @@ inline void pv_block(float* const ov[NQ], int64_t c, const float (*p)[16], const
     __m256 pi[NQ];
     IGNIS_UNROLL for (int j = 0; j < NQ; ++j) pi[j] = _mm256_broadcast_ss(p[j] + i);
     IGNIS_UNROLL for (int k = 0; k < CB; ++k) {
-      const __m256 v = _mm256_loadu_ps(vp[i] + c + 8 * k);
+      const __m256 v = load8(vp[i] + c + 8 * k);
       IGNIS_UNROLL for (int j = 0; j < NQ; ++j) o[j][k] = _mm256_fmadd_ps(pi[j], v, o[j][k]);
     }
   }
   IGNIS_UNROLL for (int j = 0; j < NQ; ++j) IGNIS_UNROLL for (int k = 0; k < CB; ++k) _mm256_storeu_ps(ov[j] + c + 8 * k, o[j][k]);
 }
 
-template <int NQ, int CB>
-inline void pv_row(float* const ov[NQ], int64_t d, const float (*p)[16], const float* const* vp, int nj,
+template <int NQ, int CB, class Row>
+inline void pv_row(float* const ov[NQ], int64_t d, const float (*p)[16], const Row* const* vp, int nj,
                    const __m256 alpha[NQ]) {
   int64_t c = 0;
-  for (; c + 8 * CB <= d; c += 8 * CB) pv_block<NQ, CB>(ov, c, p, vp, nj, alpha);
-  for (; c < d; c += 8) pv_block<NQ, 1>(ov, c, p, vp, nj, alpha);
+  for (; c + 8 * CB <= d; c += 8 * CB) pv_block<NQ, CB, Row>(ov, c, p, vp, nj, alpha);
+  for (; c < d; c += 8) pv_block<NQ, 1, Row>(ov, c, p, vp, nj, alpha);
 }
 
 // NQ query vectors of one row (so the same nj) against one chunk. kp/vp hold 16 valid row pointers
 // (past the chunk's end they point at zeros); lanes i >= nj are masked out of the softmax and skipped
 // in P.V. Each vector's arithmetic is the same for NQ = 1 and 2 (its own accumulators, in the same
 // order), so a result does not depend on which vectors share its tile.
-template <int NQ>
-inline void chunk_step(const float* const qv[NQ], const float* const kp[16], const float* const vp[16], int64_t d,
+template <int NQ, class Row>
+inline void chunk_step(const float* const qv[NQ], const Row* const kp[16], const Row* const vp[16], int64_t d,
                        int nj, float scale, float* m, float* l, float* const ov[NQ]) {
   const __m256 sc = _mm256_set1_ps(scale);
   const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
@@ -109,7 +114,7 @@ inline void chunk_step(const float* const qv[NQ], const float* const kp[16], con
   const __m256 valid0 = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(nj), lane));
   const __m256 valid1 = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(nj - 8), lane));
   __m256 a[NQ][16];
-  partial_scores<NQ>(qv, kp, d, nj > 8 ? 16 : 8, a);
+  partial_scores<NQ, Row>(qv, kp, d, nj > 8 ? 16 : 8, a);
   alignas(32) float pw[NQ][16];
   __m256 va[NQ];
   IGNIS_UNROLL for (int j = 0; j < NQ; ++j) {
@@ -126,9 +131,9 @@ inline void chunk_step(const float* const qv[NQ], const float* const kp[16], con
     _mm256_store_ps(pw[j] + 8, p1);
   }
   if constexpr (NQ == 1) {
-    pv_row<1, 8>(ov, d, pw, vp, nj, va);
+    pv_row<1, 8, Row>(ov, d, pw, vp, nj, va);
   } else {
-    pv_row<NQ, 4>(ov, d, pw, vp, nj, va);
+    pv_row<NQ, 4, Row>(ov, d, pw, vp, nj, va);
   }
 }
 
@@ -142,26 +147,32 @@ void attend(const AttnTile& t, float* scratch) {
   std::fill(l, l + n_vec, 0.0f);
   std::fill(o, o + n_vec * d, 0.0f);
   alignas(32) static const float kZeros[kMaxWidth] = {};
+  alignas(32) static const uint16_t kZeros16[kMaxWidth] = {};
   // The row's query vectors in pairs (they share every K and V load), the odd one alone.
   auto widen = [](const uint16_t* src, float* dst, int64_t n) {
     for (int64_t c = 0; c < n; c += 8)
       _mm256_store_ps(dst + c, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + c))));
   };
-  for_each_chunk_row(t, kZeros, attn_chunk_rows(t, scratch), widen, [&](int64_t r, const float* const* kp, const float* const* vp, int nj) {
+  auto step_row = [&]<class Row>(int64_t r, const Row* const* kp, const Row* const* vp, int nj) {
     const float* q = t.q + r * t.q_stride;
     const int64_t v0 = r * t.n_heads;
     int64_t h = 0;
     for (; h + 2 <= t.n_heads; h += 2) {
       const float* const qv[2] = {q + h * d, q + (h + 1) * d};
       float* const ov[2] = {o + (v0 + h) * d, o + (v0 + h + 1) * d};
-      chunk_step<2>(qv, kp, vp, d, nj, t.scale, m + v0 + h, l + v0 + h, ov);
+      chunk_step<2, Row>(qv, kp, vp, d, nj, t.scale, m + v0 + h, l + v0 + h, ov);
     }
     if (h < t.n_heads) {
       const float* const qv[1] = {q + h * d};
       float* const ov[1] = {o + (v0 + h) * d};
-      chunk_step<1>(qv, kp, vp, d, nj, t.scale, m + v0 + h, l + v0 + h, ov);
+      chunk_step<1, Row>(qv, kp, vp, d, nj, t.scale, m + v0 + h, l + v0 + h, ov);
     }
-  });
+  };
+  // Decode tiles (one row) read f16 rows in place (attention_kernel.h, NOTE (f16 cache)).
+  if (t.kv_f16 && t.n_rows == 1)
+    for_each_chunk_row_f16(t, kZeros16, step_row);
+  else
+    for_each_chunk_row(t, kZeros, attn_chunk_rows(t, scratch), widen, step_row);
   for (int64_t r = 0; r < t.n_rows; ++r)
     for (int64_t h = 0; h < t.n_heads; ++h) {
       const int64_t v = r * t.n_heads + h;

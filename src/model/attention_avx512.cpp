@@ -40,19 +40,20 @@ inline __m512 combine(const __m512 v[4]) {
 
 // The 16 raw scores of NQ query vectors qv[] against one chunk's K rows (ND = head_dim / 16), the
 // vectors sharing every K load; each vector's arithmetic is the same whatever shares the chunk with it.
-template <int ND, int NQ>
-inline void chunk_scores(const float* const qv[NQ], const float* const kp[16], __m512 s[NQ]) {
+// The K rows are f32 or f16 (Row = uint16_t, widened exactly as they are loaded: the same bits).
+template <int ND, int NQ, class Row>
+inline void chunk_scores(const float* const qv[NQ], const Row* const kp[16], __m512 s[NQ]) {
   __m512 qr[NQ][ND];
   IGNIS_UNROLL for (int q = 0; q < NQ; ++q) IGNIS_UNROLL for (int c = 0; c < ND; ++c) qr[q][c] = _mm512_loadu_ps(qv[q] + 16 * c);
   __m512 part[NQ][4];
   IGNIS_UNROLL for (int k = 0; k < 4; ++k) {
     __m512 t[NQ][4];
     IGNIS_UNROLL for (int i = 0; i < 4; ++i) {
-      const float* kr = kp[4 * k + i];
-      __m512 kc = _mm512_loadu_ps(kr);
+      const Row* kr = kp[4 * k + i];
+      __m512 kc = load16(kr);
       IGNIS_UNROLL for (int q = 0; q < NQ; ++q) t[q][i] = _mm512_mul_ps(qr[q][0], kc);
       IGNIS_UNROLL for (int c = 1; c < ND; ++c) {
-        kc = _mm512_loadu_ps(kr + 16 * c);
+        kc = load16(kr + 16 * c);
         IGNIS_UNROLL for (int q = 0; q < NQ; ++q) t[q][i] = _mm512_fmadd_ps(qr[q][c], kc, t[q][i]);
       }
     }
@@ -109,13 +110,14 @@ void attend(const AttnTile& t, float* scratch) {
   std::fill(lv, lv + n_vec * 16, 0.0f);
   std::fill(o, o + n_vec * d, 0.0f);
   alignas(64) static const float kZeros[256] = {};
+  alignas(64) static const uint16_t kZeros16[256] = {};
   constexpr int kMaxHeads = 64;
   float va[kMaxHeads];
   auto widen = [](const uint16_t* src, float* dst, int64_t) {
     IGNIS_UNROLL for (int c = 0; c < ND; ++c)
       _mm512_store_ps(dst + 16 * c, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 16 * c))));
   };
-  for_each_chunk_row(t, kZeros, attn_chunk_rows(t, scratch), widen, [&](int64_t r, const float* const* kp, const float* const* vp, int nj) {
+  auto step_row = [&]<class Row>(int64_t r, const Row* const* kp, const Row* const* vp, int nj) {
     const int64_t v0 = r * t.n_heads;
     for (int64_t h0 = 0; h0 < t.n_heads; h0 += kMaxHeads) {
       const int nh = static_cast<int>(std::min<int64_t>(kMaxHeads, t.n_heads - h0));
@@ -140,14 +142,19 @@ void attend(const AttnTile& t, float* scratch) {
           ov[k] = o + (v0 + h0 + h + k) * d;
           pv[k] = pw + 16 * (h + k);
         }
-        chunk_values<ND, NV>(vp, nj, ov, pv, va + h);
+        chunk_values<ND, NV, Row>(vp, nj, ov, pv, va + h);
       };
       int h = 0;
       if constexpr (kValHeads >= 4) for (; h + 4 <= nh; h += 4) values.template operator()<4>(h);
       if constexpr (kValHeads >= 2) for (; h + 2 <= nh; h += 2) values.template operator()<2>(h);
       for (; h < nh; ++h) values.template operator()<1>(h);
     }
-  });
+  };
+  // Decode tiles (one row) read f16 rows in place (attention_kernel.h, NOTE (f16 cache)).
+  if (t.kv_f16 && t.n_rows == 1)
+    for_each_chunk_row_f16(t, kZeros16, step_row);
+  else
+    for_each_chunk_row(t, kZeros, attn_chunk_rows(t, scratch), widen, step_row);
   for (int64_t r = 0; r < t.n_rows; ++r)
     for (int64_t h = 0; h < t.n_heads; ++h) {
       const int64_t v = r * t.n_heads + h;

@@ -17,11 +17,19 @@
 // t/s with f16 against 464-468 with f32 (its f32 rows sit 4 KiB apart in the cache, 8 KV heads x 128
 // floats; the widened ones are packed together in scratch); tg128 41.3-42.0 against 41.1-41.3; the
 // 0.5B, 1.5B and Llama-3.2-1B files within the noise (0-5% for f16).
+// Decode tiles (one row: a few query vectors to share a widened chunk) skip the widening and convert each
+// element as they load it (for_each_chunk_row_f16). `ignis-bench-attention D HEADS CTX` decode, ns per
+// query vector and chunk on one Zen 5 core, widened -> in place, alternated 3x, with K/V in L2 (512
+// positions): AVX-512 128 x 2 heads (Qwen3-0.6B) 124-168 -> 101-111, 128 x 6 77-102 -> 66-82, 64 x 7
+// level (38-44, 39-40); AVX2 128 x 2 219-275 -> 128-155, 128 x 6 146-176 -> 114-117. At 4096 positions
+// (L3, or 64 caches from DRAM: `... 4096 20 64`) the reads set the pace: AVX-512 minimum of 6 runs
+// 64 x 4 45.0 -> 44.1 (DRAM 54.1 -> 48.8), 128 x 2 121.9 -> 122.1 (DRAM 198 -> 175).
 //
 // Pure functions over caller-owned memory: thread-safe for distinct outputs and scratch.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 namespace ignis::model {
 
@@ -58,48 +66,110 @@ inline int64_t attn_scratch_floats(const AttnTile& t) { return attn_work_floats(
 // [2 (K, V)][kAttnChunk][head_dim] f32, 64-byte aligned when scratch is.
 inline float* attn_chunk_rows(const AttnTile& t, float* scratch) { return scratch + attn_work_floats(t); }
 
-// The chunk walk shared by the SIMD kernels: for each chunk of kAttnChunk positions (in order) and each
-// row r whose positions reach into it, step_row(r, kp, vp, nj) with the chunk's 16 K and V rows as f32
-// (f16 rows widened by widen(src, dst, head_dim) into `rows`, attn_chunk_rows; past the chunk's end they
-// point at zeros, which must hold head_dim floats) and nj, the number of positions of the chunk the row
-// attends to.
-template <class Widen, class StepRow>
-inline void for_each_chunk_row(const AttnTile& t, const float* zeros, float* rows, Widen&& widen, StepRow&& step_row) {
+// The chunks of a tile in order: on_chunk(j0, n_chunk, kr, vr) with the first position j0 of each chunk
+// of kAttnChunk positions, how many of them exist (n_kv0 + n_rows - 1 in all) and their K and V rows as
+// they sit in the pages (Row: uint16_t for f16 pages, float for f32).
+template <class Row, class OnChunk>
+inline void for_each_chunk(const AttnTile& t, OnChunk&& on_chunk) {
   const int64_t n_kv_max = t.n_kv0 + t.n_rows - 1;
-  const int64_t d = t.head_dim;
-  const float* kp[kAttnChunk];
-  const float* vp[kAttnChunk];
+  const Row* kr[kAttnChunk];
+  const Row* vr[kAttnChunk];
   // Position j is row `off` of page `pg`, stepped along (a division per row cost decode, whose tiles
   // hold few query vectors to share a chunk's row lookups).
   int64_t pg = 0, off = 0;
   for (int64_t j0 = 0; j0 < n_kv_max; j0 += kAttnChunk) {
-    const int64_t n_chunk = n_kv_max - j0 < kAttnChunk ? n_kv_max - j0 : kAttnChunk;
-    for (int64_t i = 0; i < kAttnChunk; ++i) {
-      if (i >= n_chunk) {
-        kp[i] = vp[i] = zeros;
-        continue;
-      }
+    const int n_chunk = static_cast<int>(n_kv_max - j0 < kAttnChunk ? n_kv_max - j0 : kAttnChunk);
+    for (int i = 0; i < n_chunk; ++i) {
       const int64_t e = off * t.width + t.kv_off;
-      if (t.kv_f16) {
-        float* kr = rows + i * d;
-        float* vr = rows + (kAttnChunk + i) * d;
-        widen(static_cast<const uint16_t*>(t.k_pages[pg]) + e, kr, d);
-        widen(static_cast<const uint16_t*>(t.v_pages[pg]) + e, vr, d);
-        kp[i] = kr;
-        vp[i] = vr;
-      } else {
-        kp[i] = static_cast<const float*>(t.k_pages[pg]) + e;
-        vp[i] = static_cast<const float*>(t.v_pages[pg]) + e;
-      }
+      kr[i] = static_cast<const Row*>(t.k_pages[pg]) + e;
+      vr[i] = static_cast<const Row*>(t.v_pages[pg]) + e;
       if (++off == t.page) off = 0, ++pg;
     }
-    for (int64_t r = 0; r < t.n_rows; ++r) {
-      const int64_t n_kv = t.n_kv0 + r;
-      if (j0 >= n_kv) continue;
-      const int nj = static_cast<int>(n_kv - j0 < kAttnChunk ? n_kv - j0 : kAttnChunk);
-      step_row(r, kp, vp, nj);
-    }
+    on_chunk(j0, n_chunk, kr, vr);
   }
+}
+
+// step_row(r, kp, vp, nj) for each row r of the tile whose positions reach into the chunk at j0, with
+// nj, the number of the chunk's positions the row attends to.
+template <class Row, class StepRow>
+inline void for_each_row_in_chunk(const AttnTile& t, int64_t j0, const Row* const* kp, const Row* const* vp,
+                                  StepRow&& step_row) {
+  for (int64_t r = 0; r < t.n_rows; ++r) {
+    const int64_t n_kv = t.n_kv0 + r;
+    if (j0 >= n_kv) continue;
+    const int nj = static_cast<int>(n_kv - j0 < kAttnChunk ? n_kv - j0 : kAttnChunk);
+    step_row(r, kp, vp, nj);
+  }
+}
+
+// The chunk walk shared by the SIMD kernels: for each chunk (in order) and each row r whose positions
+// reach into it, step_row(r, kp, vp, nj) with the chunk's 16 K and V rows as f32 (f16 rows widened by
+// widen(src, dst, head_dim) into `rows`, attn_chunk_rows; past the chunk's end they point at zeros,
+// which must hold head_dim floats).
+template <class Widen, class StepRow>
+inline void for_each_chunk_row(const AttnTile& t, const float* zeros, float* rows, Widen&& widen, StepRow&& step_row) {
+  const int64_t d = t.head_dim;
+  auto walk = [&]<class Row>(const Row* const* kr, const Row* const* vr, int64_t j0, int n_chunk) {
+    const float* kp[kAttnChunk];
+    const float* vp[kAttnChunk];
+    for (int i = 0; i < kAttnChunk; ++i) {
+      if (i >= n_chunk) {
+        kp[i] = vp[i] = zeros;
+      } else if constexpr (std::is_same_v<Row, uint16_t>) {
+        widen(kr[i], rows + i * d, d);
+        widen(vr[i], rows + (kAttnChunk + i) * d, d);
+        kp[i] = rows + i * d;
+        vp[i] = rows + (kAttnChunk + i) * d;
+      } else {
+        kp[i] = kr[i];
+        vp[i] = vr[i];
+      }
+    }
+    for_each_row_in_chunk(t, j0, kp, vp, step_row);
+  };
+  if (t.kv_f16)
+    for_each_chunk<uint16_t>(t, [&](int64_t j0, int n_chunk, const uint16_t* const* kr, const uint16_t* const* vr) {
+      walk(kr, vr, j0, n_chunk);
+    });
+  else
+    for_each_chunk<float>(t, [&](int64_t j0, int n_chunk, const float* const* kr, const float* const* vr) {
+      walk(kr, vr, j0, n_chunk);
+    });
+}
+
+// The same walk over f16 pages without widening (t.kv_f16): kp and vp are the rows as they sit in the
+// pages (past the chunk's end: zeros, head_dim uint16_t zeros). For tiles of few query vectors
+// (decode), where converting each element as it is read costs less than widening the chunk.
+// NOTE (prefetch): the rows of the chunk and the two after it are prefetched as each chunk starts. The
+// widening loop had issued a chunk's 32 row loads back to back; the kernels read them in among their
+// FMA chains, and from DRAM (`ignis-bench-attention 64 4 4096 20 64`) took 2x the widening loop's time
+// without the prefetch.
+template <class StepRow>
+inline void for_each_chunk_row_f16(const AttnTile& t, const uint16_t* zeros, StepRow&& step_row) {
+  const int64_t n_kv_max = t.n_kv0 + t.n_rows - 1;
+  const auto row_bytes = static_cast<uintptr_t>(t.head_dim) * sizeof(uint16_t);
+  int64_t ahead = 0, pg = 0, off = 0;  // positions [0, ahead) prefetched; `ahead` is row off of page pg
+  auto prefetch_to = [&](int64_t end) {
+    for (end = end < n_kv_max ? end : n_kv_max; ahead < end; ++ahead) {
+      const int64_t e = off * t.width + t.kv_off;
+      // The cache lines the two rows touch (each from its first byte's line to its last byte's).
+      const auto k = reinterpret_cast<uintptr_t>(static_cast<const uint16_t*>(t.k_pages[pg]) + e);
+      const auto v = reinterpret_cast<uintptr_t>(static_cast<const uint16_t*>(t.v_pages[pg]) + e);
+      for (uintptr_t l = k & ~uintptr_t{63}; l < k + row_bytes; l += 64) __builtin_prefetch(reinterpret_cast<const void*>(l));
+      for (uintptr_t l = v & ~uintptr_t{63}; l < v + row_bytes; l += 64) __builtin_prefetch(reinterpret_cast<const void*>(l));
+      if (++off == t.page) off = 0, ++pg;
+    }
+  };
+  for_each_chunk<uint16_t>(t, [&](int64_t j0, int n_chunk, const uint16_t* const* kr, const uint16_t* const* vr) {
+    prefetch_to(j0 + 3 * kAttnChunk);
+    const uint16_t* kp[kAttnChunk];
+    const uint16_t* vp[kAttnChunk];
+    for (int i = 0; i < kAttnChunk; ++i) {
+      kp[i] = i < n_chunk ? kr[i] : zeros;
+      vp[i] = i < n_chunk ? vr[i] : zeros;
+    }
+    for_each_row_in_chunk(t, j0, kp, vp, step_row);
+  });
 }
 
 using AttnTileFn = void (*)(const AttnTile& tile, float* scratch);

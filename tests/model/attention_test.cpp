@@ -147,7 +147,9 @@ double max_error(const Problem& pb, const std::vector<float>& out) {
 
 const Case kCases[] = {
     {64, 7, 8, 1, 16, 0.125f},     // prefill from position 0 (Qwen2.5-0.5B's group of 7)
-    {64, 7, 1, 100, 16, 0.125f},   // decode, chunk tail
+    {64, 7, 1, 100, 16, 0.125f},   // decode, chunk tail (one-row tiles read f16 rows in place)
+    {128, 2, 1, 37, 3, 0.0884f},   // decode over pages of 3
+    {256, 3, 1, 40, 16, 0.0625f},  // decode, wide heads
     {128, 2, 5, 37, 3, 0.0884f},   // pages of 3 cut every chunk
     {80, 3, 3, 50, 64, 0.111f},    // 16-lane multiple, not a power of two
     {48, 1, 9, 16, 7, 0.144f},     // rows crossing a chunk boundary
