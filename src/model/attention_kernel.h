@@ -20,10 +20,10 @@
 // Decode tiles (one row: a few query vectors to share a widened chunk) skip the widening and convert each
 // element as they load it (for_each_chunk_row_f16). `ignis-bench-attention D HEADS CTX` decode, ns per
 // query vector and chunk on one Zen 5 core, widened -> in place, alternated 3x, with K/V in L2 (512
-// positions): AVX-512 128 x 2 heads (Qwen3-0.6B) 124-168 -> 101-111, 128 x 6 77-102 -> 66-82, 64 x 7
-// level (38-44, 39-40); AVX2 128 x 2 219-275 -> 128-155, 128 x 6 146-176 -> 114-117. At 4096 positions
-// (L3, or 64 caches from DRAM: `... 4096 20 64`) the reads set the pace: AVX-512 minimum of 6 runs
-// 64 x 4 45.0 -> 44.1 (DRAM 54.1 -> 48.8), 128 x 2 121.9 -> 122.1 (DRAM 198 -> 175).
+// positions): AVX-512 128 x 2 heads (Qwen3-0.6B) 111-150 -> 101-103, 128 x 6 69-87 -> 61-74, 64 x 7
+// level (36-37); AVX2 128 x 2 193-232 -> 124-149, 128 x 6 133-166 -> 105, 64 x 7 79-81 -> 68-80. At
+// 4096 positions (L3, or 64 caches from DRAM: `... 4096 20 64`) the reads set the pace: AVX-512, minimum
+// of 6 runs, 64 x 4 45.0 -> 44.1 (DRAM 54.1 -> 48.8), 128 x 2 121.9 -> 122.1 (DRAM 198 -> 175).
 //
 // Pure functions over caller-owned memory: thread-safe for distinct outputs and scratch.
 #pragma once
