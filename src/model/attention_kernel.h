@@ -66,6 +66,19 @@ inline int64_t attn_scratch_floats(const AttnTile& t) { return attn_work_floats(
 // [2 (K, V)][kAttnChunk][head_dim] f32, 64-byte aligned when scratch is.
 inline float* attn_chunk_rows(const AttnTile& t, float* scratch) { return scratch + attn_work_floats(t); }
 
+// Steps through a tile's positions in order: the current one is row `off` of page `pg` (a division per
+// row cost decode, whose tiles hold few query vectors to share a chunk's row lookups).
+struct PageCursor {
+  int64_t pg = 0, off = 0;
+  template <class Row>
+  const Row* k(const AttnTile& t) const { return static_cast<const Row*>(t.k_pages[pg]) + off * t.width + t.kv_off; }
+  template <class Row>
+  const Row* v(const AttnTile& t) const { return static_cast<const Row*>(t.v_pages[pg]) + off * t.width + t.kv_off; }
+  void next(const AttnTile& t) {
+    if (++off == t.page) off = 0, ++pg;
+  }
+};
+
 // The chunks of a tile in order: on_chunk(j0, n_chunk, kr, vr) with the first position j0 of each chunk
 // of kAttnChunk positions, how many of them exist (n_kv0 + n_rows - 1 in all) and their K and V rows as
 // they sit in the pages (Row: uint16_t for f16 pages, float for f32).
@@ -74,16 +87,12 @@ inline void for_each_chunk(const AttnTile& t, OnChunk&& on_chunk) {
   const int64_t n_kv_max = t.n_kv0 + t.n_rows - 1;
   const Row* kr[kAttnChunk];
   const Row* vr[kAttnChunk];
-  // Position j is row `off` of page `pg`, stepped along (a division per row cost decode, whose tiles
-  // hold few query vectors to share a chunk's row lookups).
-  int64_t pg = 0, off = 0;
+  PageCursor at;
   for (int64_t j0 = 0; j0 < n_kv_max; j0 += kAttnChunk) {
     const int n_chunk = static_cast<int>(n_kv_max - j0 < kAttnChunk ? n_kv_max - j0 : kAttnChunk);
-    for (int i = 0; i < n_chunk; ++i) {
-      const int64_t e = off * t.width + t.kv_off;
-      kr[i] = static_cast<const Row*>(t.k_pages[pg]) + e;
-      vr[i] = static_cast<const Row*>(t.v_pages[pg]) + e;
-      if (++off == t.page) off = 0, ++pg;
+    for (int i = 0; i < n_chunk; ++i, at.next(t)) {
+      kr[i] = at.k<Row>(t);
+      vr[i] = at.v<Row>(t);
     }
     on_chunk(j0, n_chunk, kr, vr);
   }
@@ -109,7 +118,7 @@ inline void for_each_row_in_chunk(const AttnTile& t, int64_t j0, const Row* cons
 template <class Widen, class StepRow>
 inline void for_each_chunk_row(const AttnTile& t, const float* zeros, float* rows, Widen&& widen, StepRow&& step_row) {
   const int64_t d = t.head_dim;
-  auto walk = [&]<class Row>(const Row* const* kr, const Row* const* vr, int64_t j0, int n_chunk) {
+  auto walk = [&]<class Row>(int64_t j0, int n_chunk, const Row* const* kr, const Row* const* vr) {
     const float* kp[kAttnChunk];
     const float* vp[kAttnChunk];
     for (int i = 0; i < kAttnChunk; ++i) {
@@ -128,13 +137,9 @@ inline void for_each_chunk_row(const AttnTile& t, const float* zeros, float* row
     for_each_row_in_chunk(t, j0, kp, vp, step_row);
   };
   if (t.kv_f16)
-    for_each_chunk<uint16_t>(t, [&](int64_t j0, int n_chunk, const uint16_t* const* kr, const uint16_t* const* vr) {
-      walk(kr, vr, j0, n_chunk);
-    });
+    for_each_chunk<uint16_t>(t, walk);
   else
-    for_each_chunk<float>(t, [&](int64_t j0, int n_chunk, const float* const* kr, const float* const* vr) {
-      walk(kr, vr, j0, n_chunk);
-    });
+    for_each_chunk<float>(t, walk);
 }
 
 // The same walk over f16 pages without widening (t.kv_f16): kp and vp are the rows as they sit in the
@@ -148,16 +153,15 @@ template <class StepRow>
 inline void for_each_chunk_row_f16(const AttnTile& t, const uint16_t* zeros, StepRow&& step_row) {
   const int64_t n_kv_max = t.n_kv0 + t.n_rows - 1;
   const auto row_bytes = static_cast<uintptr_t>(t.head_dim) * sizeof(uint16_t);
-  int64_t ahead = 0, pg = 0, off = 0;  // positions [0, ahead) prefetched; `ahead` is row off of page pg
+  int64_t ahead = 0;  // positions [0, ahead) prefetched; `at` is position `ahead`
+  PageCursor at;
   auto prefetch_to = [&](int64_t end) {
-    for (end = end < n_kv_max ? end : n_kv_max; ahead < end; ++ahead) {
-      const int64_t e = off * t.width + t.kv_off;
+    for (end = end < n_kv_max ? end : n_kv_max; ahead < end; ++ahead, at.next(t)) {
       // The cache lines the two rows touch (each from its first byte's line to its last byte's).
-      const auto k = reinterpret_cast<uintptr_t>(static_cast<const uint16_t*>(t.k_pages[pg]) + e);
-      const auto v = reinterpret_cast<uintptr_t>(static_cast<const uint16_t*>(t.v_pages[pg]) + e);
-      for (uintptr_t l = k & ~uintptr_t{63}; l < k + row_bytes; l += 64) __builtin_prefetch(reinterpret_cast<const void*>(l));
-      for (uintptr_t l = v & ~uintptr_t{63}; l < v + row_bytes; l += 64) __builtin_prefetch(reinterpret_cast<const void*>(l));
-      if (++off == t.page) off = 0, ++pg;
+      const auto k = reinterpret_cast<uintptr_t>(at.k<uint16_t>(t));
+      const auto v = reinterpret_cast<uintptr_t>(at.v<uint16_t>(t));
+      for (uintptr_t l = k & ~uintptr_t{63}; l < k + row_bytes; l += 64) __builtin_prefetch(reinterpret_cast<char*>(l));
+      for (uintptr_t l = v & ~uintptr_t{63}; l < v + row_bytes; l += 64) __builtin_prefetch(reinterpret_cast<char*>(l));
     }
   };
   for_each_chunk<uint16_t>(t, [&](int64_t j0, int n_chunk, const uint16_t* const* kr, const uint16_t* const* vr) {
