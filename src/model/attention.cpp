@@ -11,6 +11,7 @@
 #include <numeric>
 #include <vector>
 
+#include "backend/cpu/kernels.h"
 #include "backend/cpu/packed.h"
 #include "model/attention_generic.h"
 #include "model/attention_kernel.h"
@@ -26,23 +27,26 @@ namespace {
 // query vectors, so its tiles are larger (Qwen3-0.6B Q8_0 pp512 at 2 threads, alternated twice: 16 rows
 // 896-944 t/s, 32 rows 950-976, 64 rows 976-988; Qwen2.5-0.5B Q4_0 within the noise).
 struct Kernel {
+  const char* name;
   AttnTileFn fn;
   int64_t rows_per_tile;
   int64_t (*scratch_floats)(const AttnTile&) = attn_scratch_floats;
 };
 
-// The kernel for head_dim and the cache type on this CPU (IGNIS_AMX=0 leaves AMX out); the CPU is probed once.
+// The kernel for head_dim and the cache type on this CPU, at most cpu::isa_cap() (IGNIS_ISA; IGNIS_AMX=0
+// leaves AMX out); the CPU is probed once.
 Kernel pick_kernel(int64_t head_dim, bool kv_f16) {
   static const bool avx512 = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
+    return cpu::isa_cap() >= cpu::Isa::kAvx512 && __builtin_cpu_supports("avx512f") != 0;
   }();
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  static const bool avx2 = cpu::isa_cap() >= cpu::Isa::kAvx2 && __builtin_cpu_supports("avx2") &&
+                           __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   static const bool amx = avx512 && cpu::use_amx() && cpu::amx_bf16_supported();
-  if (amx && kv_f16 && head_dim % 32 == 0 && head_dim <= 256) return {attend_tile_amx, 32, attn_amx_scratch_floats};
-  if (avx512 && head_dim % 16 == 0 && head_dim <= 256) return {attend_tile_avx512, 8};
-  if (avx2) return {attend_tile_avx2, 8};
-  return {attend_tile_portable, 8};
+  if (amx && kv_f16 && head_dim % 32 == 0 && head_dim <= 256) return {"amx", attend_tile_amx, 32, attn_amx_scratch_floats};
+  if (avx512 && head_dim % 16 == 0 && head_dim <= 256) return {"avx512", attend_tile_avx512, 8};
+  if (avx2) return {"avx2", attend_tile_avx2, 8};
+  return {"portable", attend_tile_portable, 8};
 }
 
 struct Item {
@@ -140,6 +144,8 @@ void attend_spans(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, 
 }
 
 }  // namespace
+
+const char* attention_kernel_name(int64_t head_dim, bool kv_f16) { return pick_kernel(head_dim, kv_f16).name; }
 
 void attention(ThreadPool& pool, KvCache& cache, int64_t il, const AttentionShape& sh, const float* q,
                int64_t n_tokens, int64_t pos0, float* out) {

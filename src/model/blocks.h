@@ -120,6 +120,11 @@ struct AttentionShape {
 void attention(ThreadPool& pool, KvCache& cache, int64_t il, const AttentionShape& shape, const float* q,
                int64_t n_tokens, int64_t pos0, float* out);
 
+// The tile kernel attention() takes for heads of head_dim over an f16 (kv_f16) or f32 cache on this
+// CPU: "amx", "avx512", "avx2" or "portable", at most cpu::isa_cap() (IGNIS_ISA) and without AMX under
+// IGNIS_AMX=0.
+const char* attention_kernel_name(int64_t head_dim, bool kv_f16);
+
 // kv_store + attention for every span of a multi-sequence ubatch, as one parallel pass: each row
 // attends over its own sequence's cache only. q, k, v, out are [total rows, width] as in attention().
 // NOTE: per (row, head) the arithmetic is exactly attention()'s, so a sequence's results do not depend

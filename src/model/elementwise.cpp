@@ -1,6 +1,7 @@
 // Portable row kernels of elementwise_kernel.h (the plain formulas) and the run-time choice of ISA.
 #include <cmath>
 
+#include "backend/cpu/kernels.h"
 #include "core/fp16.h"
 #include "model/elementwise_kernel.h"
 
@@ -67,9 +68,12 @@ bool elementwise_avx2_supported() {
 }
 
 const ElementwiseKernels& elementwise_kernels() {
-  static const ElementwiseKernels& k = elementwise_avx512_supported() ? elementwise_kernels_avx512()
-                                       : elementwise_avx2_supported() ? elementwise_kernels_avx2()
-                                                                      : elementwise_kernels_portable();
+  static const ElementwiseKernels& k = [&]() -> const ElementwiseKernels& {
+    const cpu::Isa cap = cpu::isa_cap();  // IGNIS_ISA caps these as it caps the products
+    if (cap >= cpu::Isa::kAvx512 && elementwise_avx512_supported()) return elementwise_kernels_avx512();
+    if (cap >= cpu::Isa::kAvx2 && elementwise_avx2_supported()) return elementwise_kernels_avx2();
+    return elementwise_kernels_portable();
+  }();
   return k;
 }
 

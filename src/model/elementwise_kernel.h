@@ -46,7 +46,7 @@ struct ElementwiseKernels {
 };
 
 // The kernels for this CPU: AVX-512 when it has AVX-512 F/BW/VL/DQ, else AVX2 when it has AVX2, FMA
-// and F16C, else portable.
+// and F16C, else portable; never above cpu::isa_cap() (IGNIS_ISA=avx2 takes AVX2, =scalar portable).
 const ElementwiseKernels& elementwise_kernels();
 const ElementwiseKernels& elementwise_kernels_portable();
 const ElementwiseKernels& elementwise_kernels_avx2();    // call only when elementwise_avx2_supported()

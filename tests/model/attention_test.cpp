@@ -5,10 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "backend/cpu/kernels.h"
 #include "backend/cpu/packed.h"
+#include "model/blocks.h"
 #include "core/fp16.h"
 #include "model/attention_kernel.h"
 
@@ -173,6 +177,38 @@ TEST(AttentionKernel, MatchesNaiveSoftmaxPerIsa) {
         EXPECT_LT(max_error(pb, out), k.tolerance) << k.name << (f16 ? " f16" : " f32") << " head_dim " << c.head_dim
                                             << " n_kv0 " << c.n_kv0;
       }
+}
+
+// The model's choice stays under IGNIS_ISA as the products do (model_avx2 runs this binary with
+// IGNIS_ISA=avx2; its model and golden tests then attend with the AVX2 kernel).
+TEST(AttentionKernel, ChoiceStaysUnderTheIsaCap) {
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  for (const int64_t head_dim : {64, 128, 72})
+    for (const bool f16 : {true, false}) {
+      const std::string name = attention_kernel_name(head_dim, f16);
+      switch (cpu::isa_cap()) {
+        case cpu::Isa::kScalar:
+          EXPECT_EQ(name, "portable");
+          break;
+        case cpu::Isa::kAvx2:
+          EXPECT_EQ(name, avx2 ? "avx2" : "portable");
+          break;
+        case cpu::Isa::kAvx512:
+          if (avx512 && head_dim % 16 == 0) {
+            EXPECT_TRUE(name == "avx512" || name == "amx") << name;
+          }
+          if (!avx512) {
+            EXPECT_EQ(name, avx2 ? "avx2" : "portable");
+          }
+          break;
+      }
+    }
+  const char* env = std::getenv("IGNIS_ISA");
+  if (env && std::string(env) == "avx2") {
+    EXPECT_EQ(cpu::isa_cap(), cpu::Isa::kAvx2);
+  }
 }
 
 // The f16 pages are widened exactly: on the same values, f16 and f32 pages give the same bits.

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "backend/cpu/kernels.h"
 #include "model/elementwise_kernel.h"
 
 namespace ignis::model {
@@ -40,6 +42,24 @@ std::vector<KernelSet> kernel_sets() {
 }
 
 const std::vector<int64_t> kSizes = {1, 3, 15, 16, 17, 37, 64, 100, 896, 1001};
+
+// The set the model runs stays under IGNIS_ISA as the products do: model_avx2 runs this binary with
+// IGNIS_ISA=avx2, and its model and golden tests then take the AVX2 kernels end to end.
+TEST(ElementwiseKernels, ChoiceStaysUnderTheIsaCap) {
+  const cpu::Isa cap = cpu::isa_cap();
+  const ElementwiseKernels* want = &elementwise_kernels_portable();
+  if (cap >= cpu::Isa::kAvx2 && elementwise_avx2_supported()) want = &elementwise_kernels_avx2();
+  if (cap >= cpu::Isa::kAvx512 && elementwise_avx512_supported()) want = &elementwise_kernels_avx512();
+  EXPECT_EQ(&elementwise_kernels(), want);
+  const char* env = std::getenv("IGNIS_ISA");
+  if (env && std::string(env) == "avx2") {
+    EXPECT_EQ(cap, cpu::Isa::kAvx2);
+    EXPECT_NE(&elementwise_kernels(), &elementwise_kernels_avx512());
+  }
+  if (env && std::string(env) == "scalar") {
+    EXPECT_EQ(&elementwise_kernels(), &elementwise_kernels_portable());
+  }
+}
 
 TEST(ElementwiseKernels, RmsNormMatchesFormula) {
   for (const KernelSet& ks : kernel_sets()) {

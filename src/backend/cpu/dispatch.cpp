@@ -27,13 +27,19 @@ bool isa_supported(Isa isa) {
 #endif
 }
 
+Isa isa_cap() {
+  static const Isa cap = [] {
+    const char* env = std::getenv("IGNIS_ISA");
+    if (env && std::strcmp(env, "scalar") == 0) return Isa::kScalar;
+    if (env && std::strcmp(env, "avx2") == 0) return Isa::kAvx2;
+    return Isa::kAvx512;
+  }();
+  return cap;
+}
+
 Isa best_isa() {
   static const Isa best = [] {
-    Isa cap = Isa::kAvx512;
-    if (const char* env = std::getenv("IGNIS_ISA")) {
-      if (std::strcmp(env, "scalar") == 0) cap = Isa::kScalar;
-      else if (std::strcmp(env, "avx2") == 0) cap = Isa::kAvx2;
-    }
+    const Isa cap = isa_cap();
     for (int i = static_cast<int>(cap); i > 0; --i)
       if (isa_supported(static_cast<Isa>(i))) return static_cast<Isa>(i);
     return Isa::kScalar;

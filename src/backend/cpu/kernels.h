@@ -66,7 +66,11 @@ KernelTable avx512_kernels();  // defined in kernels_avx512.cpp (AVX-512 F/BW/VL
 
 // True if this CPU can run `isa`'s kernels.
 bool isa_supported(Isa isa);
-// The best ISA this CPU supports; IGNIS_ISA=scalar|avx2|avx512 in the environment caps it.
+// The highest ISA the environment allows (IGNIS_ISA=scalar|avx2; kAvx512 when unset). Every run-time
+// choice of kernels stays at or under it: the products here, the model's elementwise and attention
+// kernels (which take AVX-512 F/BW/VL/DQ without the rest of kAvx512's set).
+Isa isa_cap();
+// The best ISA this CPU supports, at most isa_cap().
 Isa best_isa();
 const char* isa_label(Isa isa);
 
