@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../temp_dir.h"
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "format/gguf.h"
@@ -116,9 +117,10 @@ inline gguf::GgufWriter copy_gguf(const gguf::GgufFile& src, const std::set<std:
   return w;
 }
 
-// A fresh path under the test temp folder.
+// A path in this process's own folder under the test temp folder (../temp_dir.h).
 inline std::string temp_path(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / ("ignis_model_" + name)).string();
+  static const ignis::test::ProcessTempDir dir("ignis_model_");
+  return (dir.path / name).string();
 }
 
 }  // namespace ignis::model::test

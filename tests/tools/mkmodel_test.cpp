@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../temp_dir.h"
 #include "core/dtype.h"
 #include "format/gguf.h"
 #include "hub/sha256.h"
@@ -27,7 +28,11 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string mkmodel() { return std::string(IGNIS_BINARY_DIR) + "/bin/ignis-mkmodel"; }
-std::string tmp(const std::string& name) { return (fs::path(::testing::TempDir()) / ("mkmodel_" + name)).string(); }
+// A path in this process's own folder (../temp_dir.h).
+std::string tmp(const std::string& name) {
+  static const ignis::test::ProcessTempDir dir("mkmodel_");
+  return (dir.path / name).string();
+}
 
 // Runs ignis-mkmodel with `args`; returns the exit status, stderr in *err.
 int run(const std::string& args, std::string* err = nullptr) {
