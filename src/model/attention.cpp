@@ -43,7 +43,8 @@ Kernel pick_kernel(int64_t head_dim, bool kv_f16) {
   static const bool avx2 = cpu::isa_cap() >= cpu::Isa::kAvx2 && __builtin_cpu_supports("avx2") &&
                            __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   static const bool amx = avx512 && cpu::use_amx() && cpu::amx_bf16_supported();
-  if (amx && kv_f16 && head_dim % 32 == 0 && head_dim <= 256) return {"amx", attend_tile_amx, 32, attn_amx_scratch_floats};
+  if (amx && kv_f16 && head_dim % 32 == 0 && head_dim <= 256)
+    return {"amx", attend_tile_amx, 32, attn_amx_scratch_floats};
   if (avx512 && head_dim % 16 == 0 && head_dim <= 256) return {"avx512", attend_tile_avx512, 8};
   if (avx2) return {"avx2", attend_tile_avx2, 8};
   return {"portable", attend_tile_portable, 8};
