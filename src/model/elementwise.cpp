@@ -68,7 +68,7 @@ bool elementwise_avx2_supported() {
 }
 
 const ElementwiseKernels& elementwise_kernels() {
-  static const ElementwiseKernels& k = [&]() -> const ElementwiseKernels& {
+  static const ElementwiseKernels& k = []() -> const ElementwiseKernels& {
     const cpu::Isa cap = cpu::isa_cap();  // IGNIS_ISA caps these as it caps the products
     if (cap >= cpu::Isa::kAvx512 && elementwise_avx512_supported()) return elementwise_kernels_avx512();
     if (cap >= cpu::Isa::kAvx2 && elementwise_avx2_supported()) return elementwise_kernels_avx2();
