@@ -19,8 +19,9 @@ probe_all() {  # LLAMA_DIR MODEL...: a 64-token prefill of every model with "${L
 }
 #
 # LLAMA_CPU_VARIANT=haswell (or another of the package's libggml-cpu-*.so names) skips the probe and
-# takes that prebuilt backend: with IGNIS_ISA=avx2 for ignis, an AVX2-only machine's side by side on an
-# AVX-512 host.
+# takes that prebuilt backend: with IGNIS_ISA=avx2 IGNIS_AVXVNNI=0 for ignis, an AVX2-only machine's side
+# by side on an AVX-512 host; alderlake with IGNIS_ISA=avx2, an AVX2 + AVX-VNNI machine's (Intel client
+# parts since Alder Lake) on a host with AVX-VNNI.
 llamacpp_libs() {
   LLAMA_ENV=(env)
   LLAMA_CPU_LIB="native build"
@@ -28,7 +29,7 @@ llamacpp_libs() {
   local pre="$SCRATCH/nlc/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64" variant
   [ -d "$pre" ] || { echo "llama-bench fails and there is no prebuilt CPU backend at $pre" >&2; return 1; }
   grep -qw amx_int8 /proc/cpuinfo && variant=sapphirerapids || variant=$(
-    grep -qw avx512f /proc/cpuinfo && echo icelake || echo haswell)
+    grep -qw avx512f /proc/cpuinfo && echo icelake || { grep -qw avx_vnni /proc/cpuinfo && echo alderlake || echo haswell; })
   variant=${LLAMA_CPU_VARIANT:-$variant}
   [ -f "$pre/libggml-cpu-$variant.so" ] || { echo "no prebuilt CPU backend libggml-cpu-$variant.so in $pre" >&2; return 1; }
   local dir="$SCRATCH/llama-prebuilt-$variant"

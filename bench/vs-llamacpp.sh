@@ -9,8 +9,9 @@
 # Env: SCRATCH (default /work/scratch/bench: node-llama-cpp, llama.cpp build, models),
 #      THREADS (default "2 1"), PP (512), TG (128), IGNIS (default <repo>/build/bin/ignis),
 #      DEPTH (0: tokens already in the KV cache when each test starts, llama-bench's -d; the floor column
-#      counts weights only, so it is left out past depth 0), LLAMA_CPU_VARIANT and IGNIS_ISA (an AVX2
-#      machine on an AVX-512 host: LLAMA_CPU_VARIANT=haswell IGNIS_ISA=avx2; bench/llamacpp_libs.sh).
+#      counts weights only, so it is left out past depth 0), LLAMA_CPU_VARIANT, IGNIS_ISA and
+#      IGNIS_AVXVNNI (an AVX2 machine on an AVX-512 host: LLAMA_CPU_VARIANT=haswell IGNIS_ISA=avx2
+#      IGNIS_AVXVNNI=0; AVX2 + AVX-VNNI: LLAMA_CPU_VARIANT=alderlake IGNIS_ISA=avx2; bench/llamacpp_libs.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 REPS=${1:-3}; shift || true
@@ -53,7 +54,7 @@ llamacpp_libs "$LL" "$@"
 OUT="$SCRATCH/results-$(date +%Y%m%d-%H%M%S).jsonl"
 echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs)"
 echo "# llama.cpp CPU backend: $LLAMA_CPU_LIB"
-echo "# ignis ISA: ${IGNIS_ISA:-the best this CPU has} (IGNIS_ISA)"
+echo "# ignis ISA: ${IGNIS_ISA:-the best this CPU has} (IGNIS_ISA)${IGNIS_AVXVNNI:+, IGNIS_AVXVNNI=$IGNIS_AVXVNNI}"
 LLAMA_BENCH=("${LLAMA_ENV[@]}" "$LL/build/bin/llama-bench")
 mean() { "$PY" -c "print(($1 + $2) / 2)"; }
 for m in "$@"; do

@@ -600,5 +600,69 @@ TEST(PackedErrors, GetRowRefusesUnreadablePackedViewsAndUnpackableTypesStayUnpac
   EXPECT_FALSE(store.add(WeightView{DType::F32, f.data(), 256, 2}).packed);
 }
 
+
+// The AVX2 kernels compiled with AVX-VNNI (packed_avxvnni.cpp: vpdpbusd for the 32-element types) give
+// the plain AVX2 kernels' bits: every quantized type, one token (both halves in one pass), two, three
+// and four tokens, a full row group and a partial one, short and long rows.
+TEST(PackedAvxVnni, SameBitsAsAvx2) {
+  if (!avxvnni_supported()) GTEST_SKIP() << "no AVX-VNNI here";
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                  DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    const int64_t bs = dtype_traits(t)->block_size;
+    for (int64_t nb : {int64_t{1}, bs == 32 ? int64_t{37} : int64_t{3}}) {
+      const int64_t n_in = bs * nb, n_out = 21, n_tok = 4;
+      std::vector<float> wf(n_in * n_out), x(n_in * n_tok);
+      for (auto& v : wf) v = g(rng);
+      for (auto& v : x) v = g(rng) * 3;
+      std::vector<uint8_t> w(row_bytes(t, n_in) * n_out);
+      make_weights(t, wf.data(), n_in, n_out, w.data());
+      const WeightView wv{t, w.data(), n_in, n_out};
+      ASSERT_TRUE(can_pack(wv)) << dtype_name(t);
+      std::vector<uint8_t> packed(packed_bytes(wv));
+      pack_weight(wv, packed.data());
+      const size_t act_row = packed_act_row_bytes(t, n_in), group = packed_group_bytes(t, n_in);
+      std::vector<uint8_t> xb(act_row * n_tok);
+      for (int64_t k = 0; k < n_tok; ++k) pack_activation(t, x.data() + k * n_in, n_in, xb.data() + k * act_row);
+      // y[(kernel set, tokens)]: every group's outputs for that many tokens.
+      auto run = [&](const PackedKernels& k, int tokens) {
+        std::vector<float> y(n_out * tokens, NAN);
+        for (int64_t gi = 0; gi * kPackRows < n_out; ++gi) {
+          const int rows = static_cast<int>(std::min<int64_t>(kPackRows, n_out - gi * kPackRows));
+          const uint8_t* gp = packed.data() + gi * group;
+          float* out = y.data() + gi * kPackRows;
+          if (tokens == 1) k.dot1(nb, gp, xb.data(), act_row, out, n_out, rows);
+          else if (tokens == k.n_multi) k.dotn(nb, gp, xb.data(), act_row, out, n_out, rows);
+          else k.dotn_rest(nb, gp, xb.data(), act_row, out, n_out, rows, tokens);
+        }
+        return y;
+      };
+      const PackedKernels plain = packed_kernels_avx2(t), vnni = packed_kernels_avxvnni(t);
+      ASSERT_EQ(plain.n_multi, n_tok);
+      ASSERT_EQ(vnni.n_multi, n_tok);
+      for (int tokens = 1; tokens <= n_tok; ++tokens) {
+        const std::vector<float> a = run(plain, tokens), b = run(vnni, tokens);
+        for (size_t i = 0; i < a.size(); ++i)
+          ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i]))
+              << dtype_name(t) << " n_in=" << n_in << " tokens=" << tokens << " at " << i << ": " << a[i] << " vs " << b[i];
+      }
+    }
+  }
+}
+
+// The products take those kernels where the CPU path is AVX2 and the CPU has AVX-VNNI, unless
+// IGNIS_AVXVNNI=0.
+TEST(PackedAvxVnni, TakenOnAvx2WhereTheCpuHasIt) {
+  const char* env = std::getenv("IGNIS_AVXVNNI");
+  const bool want = best_isa() == Isa::kAvx2 && avxvnni_supported() && !(env && std::string(env) == "0");
+  EXPECT_EQ(use_avxvnni(), want);
+  if (best_isa() != Isa::kAvx2) GTEST_SKIP() << "the CPU path is " << isa_name();
+  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K}) {
+    const PackedKernels k = packed_kernels(t);
+    EXPECT_EQ(k.dot1, (want ? packed_kernels_avxvnni(t) : packed_kernels_avx2(t)).dot1) << dtype_name(t);
+  }
+}
+
 }  // namespace
 }  // namespace ignis::cpu

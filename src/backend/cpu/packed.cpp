@@ -755,6 +755,26 @@ bool use_amx() {
   return on;
 }
 
+bool avxvnni_supported() {
+  static const bool ok = [] {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return isa_supported(Isa::kAvx2) && __builtin_cpu_supports("avxvnni");
+#else
+    return false;
+#endif
+  }();
+  return ok;
+}
+
+bool use_avxvnni() {
+  static const bool on = [] {
+    const char* env = std::getenv("IGNIS_AVXVNNI");
+    return !(env && std::strcmp(env, "0") == 0) && best_isa() == Isa::kAvx2 && avxvnni_supported();
+  }();
+  return on;
+}
+
 bool f16_on_amx() {
   static const bool on = use_amx() && amx_bf16_supported();
   return on;
@@ -783,7 +803,7 @@ PackedKernels packed_kernels_f16_rows() {
 
 PackedKernels packed_kernels(DType t) {
   if (best_isa() == Isa::kAvx512) return use_amx() ? packed_kernels_amx(t) : packed_kernels_avx512(t);
-  if (best_isa() == Isa::kAvx2) return packed_kernels_avx2(t);
+  if (best_isa() == Isa::kAvx2) return use_avxvnni() ? packed_kernels_avxvnni(t) : packed_kernels_avx2(t);
   return {};
 }
 

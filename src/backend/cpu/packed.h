@@ -294,11 +294,17 @@ inline constexpr int kAmxTokens = 4 * kAmxTileTokens;
 // its packed activation row.
 size_t amx_table_bytes(int64_t nb, int64_t n_tokens);
 void amx_table_column(const uint8_t* x_row, int64_t nb, int64_t t, uint8_t* table);
-// The best kernels the CPU (and IGNIS_ISA, IGNIS_AMX) allows: AMX, AVX-512 VNNI or AVX2 (packed_avx2.cpp);
-// nullptr entries otherwise.
+// The best kernels the CPU (and IGNIS_ISA, IGNIS_AMX, IGNIS_AVXVNNI) allows: AMX, AVX-512 VNNI, AVX2 with
+// AVX-VNNI or AVX2 (packed_avx2.h); nullptr entries otherwise.
 PackedKernels packed_kernels(DType t);
 PackedKernels packed_kernels_avx512(DType t);  // only call when AVX-512 is supported
 PackedKernels packed_kernels_avx2(DType t);    // only call when AVX2 is supported
+PackedKernels packed_kernels_avxvnni(DType t);  // the same bits with AVX-VNNI; only call when avxvnni_supported()
+// True if the CPU has AVX2 (Isa::kAvx2's set) and AVX-VNNI.
+bool avxvnni_supported();
+// avxvnni_supported() and allowed: the CPU path is AVX2 (IGNIS_ISA, or no AVX-512) and IGNIS_AVXVNNI is
+// not 0. packed_kernels then takes packed_kernels_avxvnni.
+bool use_avxvnni();
 // True if the CPU has AMX-INT8 and the OS granted this process the tile state (asked for on the first
 // call). packed_kernels uses AMX for Q4_0, Q5_0, Q8_0, Q4_K and Q6_K prefill when this holds, unless IGNIS_AMX=0.
 bool amx_supported();
@@ -324,7 +330,7 @@ void pack_f16_amx_groups(const uint16_t* w, int64_t n_in, int64_t n_out, uint8_t
 // AMX-BF16 into its layout (f16_on_amx), elsewhere into pack_float_il_groups' layout, and the products
 // take packed_kernels_f16_rows() on ggml's rows until the copy exists (the same bits). Off AVX-512
 // (AVX2) F16 and BF16 are copied in the background as they are (ggml's rows onto the store's huge
-// pages; packed_avx2.cpp's kernels on both). NOTE: on the 2-vCPU Zen 5 with IGNIS_ISA=avx2,
+// pages; packed_avx2.h's kernels on both). NOTE: on the 2-vCPU Zen 5 with IGNIS_ISA=avx2,
 // Qwen2.5-0.5B F16 tg64 read in place / from the copy, alternated 3x: 18.1-20.2 / 21.7-24.6 t/s at 1
 // thread, 31.7-39.0 / 37.1-50.3 at 2 (peak RSS 962 / 971 MiB; load to first token 949 / 1203 ms,
 // llama-simple 5.3-5.4 s).

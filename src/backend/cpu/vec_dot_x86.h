@@ -301,7 +301,7 @@ void dot_q6_k(int64_t n, const void* w, const void* x, size_t x_stride, float* o
 // block). With the scales unpacked a byte at a time through memory and two horizontal sums per block
 // and token, AVX2 decode of Qwen2.5-1.5B Q3_K_M / Q2_K on one Zen 5 core (IGNIS_ISA=avx2), when these
 // kernels served it, ran at 9.5 t/s against llama.cpp's AVX2 build's 17.1 / 21.2; this form 13.0 / 15.5
-// (the packed kernels serve the models now: packed_avx2.cpp).
+// (the packed kernels serve the models now: packed_avx2.h).
 template <bool kQ3, int NX>
 void dot_k_lowbit(int64_t n, const void* w, const void* x, size_t x_stride, float* out) {
   using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
@@ -449,7 +449,7 @@ void act_q8_32(const float* src, void* dst, int64_t n) {
   }
 }
 
-// (maybe_unused: packed_avx2.cpp includes this header for its helpers only.)
+// (maybe_unused: packed_avx2.h includes this header for its helpers only.)
 [[maybe_unused]] void act_q8_0(const float* src, void* dst, int64_t n) { act_q8_32<false>(src, dst, n); }
 [[maybe_unused]] void act_q8_1(const float* src, void* dst, int64_t n) { act_q8_32<true>(src, dst, n); }
 
