@@ -18,7 +18,8 @@
 // takes |q| times x with q's sign (at most 2 * 128 * 127 = 32512), one vpmaddwd per group: on Zen 3 the
 // vector integer multiplies share one pipe, so Q8_0 costs twice Q4_0's multiplies (splitting q into
 // nibbles measured the same). With AVX-VNNI, vpdpbusd sums each group's 4 products straight into the
-// int32 lane (no saturation), so the same integer sums come out. Every block's (sub-block's) integer
+// int32 lane (no saturation), so the same integer sums come out (Q8_0 there takes q + 128 as stored, and
+// the activation's correction takes 128 x its sum off, as on AVX-512). Every block's (sub-block's) integer
 // dot is therefore exact, as in the AVX-512 kernels, and the float accumulation is per block in the
 // same order for one token and for NX tokens (multi-token calls are bit-identical per token), with or
 // without AVX-VNNI (the two objects give the same bits).
@@ -128,14 +129,16 @@ void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
       // step takes two weight vectors: the 4- and 5-bit types the low and high nibbles of one chunk
       // (element groups 2k, 2k + 1), Q8_0 |q| and q of group k; the steps' order keeps few registers live.
       // With AVX-VNNI a and c are int32 sums, the step's first and second vpdpbusd (Q8_0: even and odd
-      // steps): two dependency chains per token.
+      // steps, on q + 128 as stored, as the AVX-512 kernel does): two dependency chains per token.
       __m256i a[NX], c[NX];
       IGNIS_UNROLL for (int t = 0; t < NX; ++t) a[t] = c[t] = _mm256_setzero_si256();
       constexpr int kSteps = T == DType::Q8_0 ? 8 : 4;
       auto step = [&](int k) {
         const __m256i ch = load256(q + 64 * k);
         __m256i w0, w1;
-        if constexpr (T == DType::Q8_0) {  // |q| and q (signed), from q + 128
+        if constexpr (T == DType::Q8_0 && kVnni) {  // q + 128 as stored (the correction takes 128 x x's sum off)
+          w0 = w1 = ch;
+        } else if constexpr (T == DType::Q8_0) {  // |q| and q (signed), from q + 128
           w1 = _mm256_xor_si256(ch, _mm256_set1_epi8(static_cast<char>(0x80)));
           w0 = _mm256_abs_epi8(w1);
         } else {
@@ -149,9 +152,11 @@ void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
         }
         IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
           const uint8_t* xq = x + t * x_stride + b * 32;
-          if constexpr (T == DType::Q8_0) {
-            __m256i& sum = kVnni && k % 2 ? c[t] : a[t];
-            sum = dpbusd(sum, w0, _mm256_sign_epi8(bcast4(xq + 4 * k), w1));
+          if constexpr (T == DType::Q8_0 && kVnni) {
+            __m256i& sum = k % 2 ? c[t] : a[t];
+            sum = dpbusd(sum, w0, bcast4(xq + 4 * k));
+          } else if constexpr (T == DType::Q8_0) {
+            a[t] = dpbusd(a[t], w0, _mm256_sign_epi8(bcast4(xq + 4 * k), w1));
           } else if constexpr (kVnni) {
             a[t] = dpbusd(a[t], w0, bcast4(xq + 8 * k));
             c[t] = dpbusd(c[t], w1, bcast4(xq + 8 * k + 4));
@@ -177,9 +182,12 @@ void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
         const uint8_t* xt = x + t * x_stride;
         __m256i i = kVnni ? _mm256_add_epi32(a[t], c[t]) : T == DType::Q8_0 ? a[t] : sum_pairs(a[t]);
         if constexpr (kFive && !kVnni) i = _mm256_add_epi32(i, sum_pairs(c[t]));
-        if constexpr (!kMin && T != DType::Q8_0) i = _mm256_add_epi32(_mm256_set1_epi32(act32_correction(xt, nb, b)), i);
-        acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(dw, _mm256_set1_ps(act32_scale(xt, nb, b))), acc[hh][t]);
-        if constexpr (kMin) acc[hh][t] = _mm256_fmadd_ps(f16x8(rec + 32 + 16 * h), _mm256_set1_ps(act32_sum(xt, nb, b)), acc[hh][t]);
+        if constexpr (!kMin && (T != DType::Q8_0 || kVnni))
+          i = _mm256_add_epi32(_mm256_set1_epi32(act32_correction(xt, nb, b)), i);
+        const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(act32_scale(xt, nb, b)));
+        acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), scale, acc[hh][t]);
+        if constexpr (kMin)
+          acc[hh][t] = _mm256_fmadd_ps(f16x8(rec + 32 + 16 * h), _mm256_set1_ps(act32_sum(xt, nb, b)), acc[hh][t]);
       }
     }
   }
