@@ -747,11 +747,16 @@ WeightView PackedStore::add_fused(std::span<const WeightView> parts) {
   return f;
 }
 
+namespace {
+// False only where the environment sets `name` to 0 (IGNIS_AMX, IGNIS_AVXVNNI).
+bool not_turned_off(const char* name) {
+  const char* env = std::getenv(name);
+  return !(env && std::strcmp(env, "0") == 0);
+}
+}  // namespace
+
 bool use_amx() {
-  static const bool on = [] {
-    const char* env = std::getenv("IGNIS_AMX");
-    return !(env && std::strcmp(env, "0") == 0) && best_isa() == Isa::kAvx512 && amx_supported();
-  }();
+  static const bool on = not_turned_off("IGNIS_AMX") && best_isa() == Isa::kAvx512 && amx_supported();
   return on;
 }
 
@@ -768,10 +773,7 @@ bool avxvnni_supported() {
 }
 
 bool use_avxvnni() {
-  static const bool on = [] {
-    const char* env = std::getenv("IGNIS_AVXVNNI");
-    return !(env && std::strcmp(env, "0") == 0) && best_isa() == Isa::kAvx2 && avxvnni_supported();
-  }();
+  static const bool on = not_turned_off("IGNIS_AVXVNNI") && best_isa() == Isa::kAvx2 && avxvnni_supported();
   return on;
 }
 
