@@ -65,6 +65,8 @@ constexpr bool kVnni = true;
 inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
 #else
 constexpr bool kVnni = false;
+// The same by vpmaddubsw and vpmaddwd, where each pair of products fits int16 (vpmaddubsw saturates): the
+// plain Q8_0 step's |q| times x with q's sign, at most 2 x 128 x 127.
 inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s) { return _mm256_add_epi32(acc, sum_pairs(ubs(u, s))); }
 #endif
 inline __m256 f16x8(const uint8_t* p) { return _mm256_cvtph_ps(load128(p)); }
