@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   std::sort(secs.begin(), secs.end());
   const double macs = static_cast<double>(n_in) * n_out * n_tok, bytes = static_cast<double>(rb) * n_out;
   auto line = [&](const char* what, double s) {
-    std::printf("%s %s %lld x %lld, %lld tokens, %d threads (%s): %.3f ms, %.1f GMAC/s, %.1f GB/s of weights\n",
+    std::printf("%s %s %lld x %lld, %lld tokens, %d threads (%s): %.4f ms, %.1f GMAC/s, %.1f GB/s of weights\n",
                 what, tr->name, static_cast<long long>(n_in), static_cast<long long>(n_out),
                 static_cast<long long>(n_tok), threads, cpu::isa_name(), s * 1e3, macs / s * 1e-9, bytes / s * 1e-9);
   };
