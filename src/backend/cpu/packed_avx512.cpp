@@ -47,6 +47,16 @@ bool software_prefetch_pays() {
   }();
   return pays;
 }
+// Per type. NOTE (Zen 5): decode of the types with a fifth bit (Q5_0, Q5_1: 352- and 384-byte records,
+// the qh chunk read first) still streams faster with the prefetch, in the one-token kernel and in the
+// pair kernel's one-token form (the fused gate and up of decode). Qwen2.5-0.5B's Q4_K_M mix (44% of its
+// bytes Q5_0) tg128 without -> with, alternated 4x: 2 threads 79-97 -> 89-108 t/s, one thread 41-65 ->
+// 48-78 (each pair 8-21% faster). With it for every 32-element type, the 0.5B Q8_0 file read 76-85 ->
+// 62-74 t/s at 2 threads and Qwen2.5-1.5B Q4_0 30-35 -> 30-40 (alternated 3x), so those keep without.
+template <DType T>
+bool software_prefetch_pays_32() {
+  return software_prefetch_pays() || kFifthBit<T>;
+}
 // K-quants: no software prefetch (their records are read sequentially and the hardware prefetcher does
 // better alone: a 60000 x 1536 Q4_K matvec read 34 GB/s without and 20-23 GB/s with 1-8 records ahead).
 
@@ -124,9 +134,12 @@ void packed_dot32_rg(int64_t nb, const uint8_t* group, size_t group_bytes, const
   const __m512i m0f = _mm512_set1_epi8(0x0f);
   __m512 acc[G][NX];
   IGNIS_UNROLL for (int g = 0; g < G; ++g) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[g][t] = _mm512_setzero_ps();
+  [[maybe_unused]] const bool pf = NX == 1 && software_prefetch_pays_32<T>();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* rec[G];
     IGNIS_UNROLL for (int g = 0; g < G; ++g) rec[g] = group + g * group_bytes + b * kRec;
+    if constexpr (NX == 1)
+      if (pf) IGNIS_UNROLL for (int g = 0; g < G; ++g) prefetch(rec[g] + kPrefetchBytes32, kRec);
     [[maybe_unused]] __m512i qh[G];  // Q5_0 / Q5_1: the records' qh chunks
     if constexpr (kFifthBit<T>) IGNIS_UNROLL for (int g = 0; g < G; ++g) qh[g] = _mm512_loadu_si512(rec[g] + kQuantsAt<T> + 256);
     __m512i ia[G][NX];
@@ -351,9 +364,8 @@ PackedKernels packed_kernels_avx512(DType t) {
   // GMAC/s, Q8_0 185-242 -> 222-280). The K-quants' per-sub-block accumulators fill the registers at 4
   // tokens; F16 takes kF16Tokens.
   constexpr int kPairTokens = 6;  // the rest kernels below take 1 to kPairTokens - 1 tokens
-  const bool pf = software_prefetch_pays();
   auto k32 = [&]<DType T>() {
-    return PackedKernels{pf ? packed_dot32<T, true> : packed_dot32<T, false>, packed_dot32_n<T, kPairTokens>,
+    return PackedKernels{software_prefetch_pays_32<T>() ? packed_dot32<T, true> : packed_dot32<T, false>, packed_dot32_n<T, kPairTokens>,
                          kPairTokens, nullptr, packed_dot32_pair<T, kPairTokens>, kPairTokens,
                          // the 1-5 tokens a prefill leaves over: a 20-token prompt's last 2 had taken the
                          // one-token kernel per row group, each reading the group's weights again
