@@ -365,8 +365,8 @@ PackedKernels packed_kernels_avx512(DType t) {
   // tokens; F16 takes kF16Tokens.
   constexpr int kPairTokens = 6;  // the rest kernels below take 1 to kPairTokens - 1 tokens
   auto k32 = [&]<DType T>() {
-    return PackedKernels{software_prefetch_pays_32<T>() ? packed_dot32<T, true> : packed_dot32<T, false>, packed_dot32_n<T, kPairTokens>,
-                         kPairTokens, nullptr, packed_dot32_pair<T, kPairTokens>, kPairTokens,
+    return PackedKernels{software_prefetch_pays_32<T>() ? packed_dot32<T, true> : packed_dot32<T, false>,
+                         packed_dot32_n<T, kPairTokens>, kPairTokens, nullptr, packed_dot32_pair<T, kPairTokens>, kPairTokens,
                          // the 1-5 tokens a prefill leaves over: a 20-token prompt's last 2 had taken the
                          // one-token kernel per row group, each reading the group's weights again
                          packed_pair_rest<packed_dot32_pair<T, 1>, packed_dot32_pair<T, 2>, packed_dot32_pair<T, 3>,
