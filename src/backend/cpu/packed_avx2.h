@@ -59,6 +59,12 @@ inline __m256i sum_pairs(__m256i s16) { return _mm256_madd_epi16(s16, _mm256_set
 // against the AVX2 build's 21-22. Two tokens on both halves (each broadcast feeding two vpdpbusd) ran
 // 10-25% slower than four on one half. The K-quants keep vpmaddubsw: their sub-block scales multiply
 // int16 sums by vpmaddwd, and int32 sums would need a vpmulld instead, on the same pipes.
+// NOTE (the bound): on Zen 5, vpdpbusd shares two pipes with vmulps and vfmadd (a loop of 8 independent
+// vpdpbusd took 1.31-1.40 ns at ~3.3 GHz, 1.52-1.56 with 2 vmulps or 2 FMAs added, unchanged with 2
+// vcvtdq2ps or 4 vpand), so a block's 8 rows x one token cost at least 8 vpdpbusd + the scale's vmulps +
+// the FMA on those two pipes: 5 cycles, ~170 GMAC/s. The activation's correction seeds the first chain
+// (vpbroadcastd from memory, no vpaddd): Q4_0 896 x 4864 x 512, best of 5 alternated, 17.72 -> 17.56 ms
+// (136-141 GMAC/s on a quieter hour, 80-83% of that bound), Q5_0 20.13 -> 19.49, Q8_0 18.62 -> 17.94.
 #if defined(__AVXVNNI__)
 constexpr bool kVnni = true;
 // acc + the dot of each int32 lane's 4 unsigned bytes of u with its 4 signed bytes of s.
@@ -139,8 +145,14 @@ void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
       // (element groups 2k, 2k + 1), Q8_0 |q| and q of group k; the steps' order keeps few registers live.
       // With AVX-VNNI a and c are int32 sums, the step's first and second vpdpbusd (Q8_0: even and odd
       // steps, on q + 128 as stored, as the AVX-512 kernel does): two dependency chains per token.
+      // The activation's correction (types without m) starts the int32 sums where they are int32 (AVX-VNNI).
+      constexpr bool kCorrection = !kMin && (T != DType::Q8_0 || kVnni);
       __m256i a[NX], c[NX];
-      IGNIS_UNROLL for (int t = 0; t < NX; ++t) a[t] = c[t] = _mm256_setzero_si256();
+      IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
+        const int32_t cx = kCorrection && kVnni ? act32_correction(x + t * x_stride, nb, b) : 0;
+        a[t] = _mm256_set1_epi32(cx);
+        c[t] = _mm256_setzero_si256();
+      }
       constexpr int kSteps = T == DType::Q8_0 ? 8 : 4;
       auto step = [&](int k) {
         const __m256i ch = load256(q + 64 * k);
@@ -191,7 +203,7 @@ void halves_dot32(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_s
         const uint8_t* xt = x + t * x_stride;
         __m256i i = kVnni ? _mm256_add_epi32(a[t], c[t]) : T == DType::Q8_0 ? a[t] : sum_pairs(a[t]);
         if constexpr (kFive && !kVnni) i = _mm256_add_epi32(i, sum_pairs(c[t]));
-        if constexpr (!kMin && (T != DType::Q8_0 || kVnni))
+        if constexpr (kCorrection && !kVnni)
           i = _mm256_add_epi32(_mm256_set1_epi32(act32_correction(xt, nb, b)), i);
         const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(act32_scale(xt, nb, b)));
         acc[hh][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), scale, acc[hh][t]);
