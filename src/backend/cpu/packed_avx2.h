@@ -59,12 +59,13 @@ inline __m256i sum_pairs(__m256i s16) { return _mm256_madd_epi16(s16, _mm256_set
 // against the AVX2 build's 21-22. Two tokens on both halves (each broadcast feeding two vpdpbusd) ran
 // 10-25% slower than four on one half. The K-quants keep vpmaddubsw: their sub-block scales multiply
 // int16 sums by vpmaddwd, and int32 sums would need a vpmulld instead, on the same pipes.
-// NOTE (the bound): on Zen 5, vpdpbusd shares two pipes with vmulps and vfmadd (a loop of 8 independent
-// vpdpbusd took 1.31-1.40 ns at ~3.3 GHz, 1.52-1.56 with 2 vmulps or 2 FMAs added, unchanged with 2
-// vcvtdq2ps or 4 vpand), so a block's 8 rows x one token cost at least 8 vpdpbusd + the scale's vmulps +
-// the FMA on those two pipes: 5 cycles, ~170 GMAC/s. The activation's correction seeds the first chain
-// (vpbroadcastd from memory, no vpaddd): Q4_0 896 x 4864 x 512, best of 5 alternated, 17.72 -> 17.56 ms
-// (136-141 GMAC/s on a quieter hour, 80-83% of that bound), Q5_0 20.13 -> 19.49, Q8_0 18.62 -> 17.94.
+// NOTE (the bound): on Zen 5 the ymm vpdpbusd shares its two pipes with vmulps and vfmadd231ps, not with
+// vcvtdq2ps, vpand or vpsrlw (`bench/isa-mix.c ymm`: 8 vpdpbusd a round 5.96-6.26 G/s alone, 5.07-5.27
+// with 2 FMAs, 5.41-5.43 with 2 vmulps, 6.25-6.49 with the others). A block's 8 rows x one token take 8
+// vpdpbusd, the scale's vmulps and the FMA on those pipes: at most ~4.9 G vpdpbusd/s, 157 GMAC/s. The
+// activation's correction seeds the first chain (vpbroadcastd from memory, no vpaddd): Q4_0 896 x 4864 x
+// 512, best of 7, 5 alternations, min 17.72 -> 17.56 ms, Q5_0 20.13 -> 19.49, Q8_0 18.62 -> 17.94; the
+// best runs (141 GMAC/s) are 90% of that bound.
 #if defined(__AVXVNNI__)
 constexpr bool kVnni = true;
 // acc + the dot of each int32 lane's 4 unsigned bytes of u with its 4 signed bytes of s.
