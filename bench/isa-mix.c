@@ -24,8 +24,8 @@ static const long kRounds = 20000000;
 #define DP12 DP(0) DP(1) DP(2) DP(3) DP(4) DP(5) DP(6) DP(7) DP(8) DP(9) DP(10) DP(11)
 #define FOUR(op) op "%%zmm12\n" op "%%zmm13\n" op "%%zmm14\n" op "%%zmm15\n"
 #define ZERO "vpxord %%zmm30, %%zmm30, %%zmm30\n vpxord %%zmm31, %%zmm31, %%zmm31\n vpxord %%zmm20, %%zmm20, %%zmm20\n"
-// AVX-VNNI: ymm0-15 only (VEX), so the sources are ymm13-15 and the extra instructions write ymm12 and
-// ymm8-10 (the accumulators of the wider loop's last 4 vpdpbusd become the extras' destinations).
+// AVX-VNNI: VEX reaches ymm0-15 only, so the 8 accumulators are ymm0-7, the sources ymm13-15, and the
+// extra instructions write ymm8-10 and ymm12.
 #define VDP(r) "%{vex%} vpdpbusd %%ymm14, %%ymm15, %%ymm" #r "\n"
 #define VDP8 VDP(0) VDP(1) VDP(2) VDP(3) VDP(4) VDP(5) VDP(6) VDP(7)
 #define VFOUR(op) op "%%ymm8\n" op "%%ymm9\n" op "%%ymm10\n" op "%%ymm12\n"
@@ -45,7 +45,7 @@ static const long kRounds = 20000000;
     printf("%-26s %5.2f G vpdpbusd/s\n", NAME, kRounds * (double)(COUNT) / (now() - t) / 1e9);            \
   } while (0)
 #define MEASURE(NAME, EXTRA) MEASURE_WITH(NAME, ZERO, DP12, 12, EXTRA)
-// 8 vpdpbusd (ymm) and 2 others a round: a quarter more issue slots where they share the pipes.
+// 8 vpdpbusd (ymm) a round plus EXTRA: 2 others add a quarter of the issue slots where they share the pipes.
 #define VMEASURE(NAME, EXTRA) MEASURE_WITH(NAME, VZERO, VDP8, 8, EXTRA)
 
 static void ymm(void) {
