@@ -82,7 +82,7 @@ using Acc = __m512[NR][NX];
 // converts of a step. Prefetching the pass's lines 8 KiB (16 steps) ahead into L1, Qwen2.5-0.5B F16
 // pp512 on Zen 5 (`ignis bench -p 512 -n 0 -t T -r 2`, alternated 3-4x): 1 thread 160-165 -> 188-194
 // t/s (4 and 16 KiB ahead: 181-196, 185-197), 2 threads 280-305 -> 315-360. BF16 (4 of 16 lines,
-// vdpbf16ps) read the same with it or without (1 thread 330-378 against 312-371), so it goes without.
+// vdpbf16ps) gained nothing (1 thread 330-378 t/s without, 255-371 with), so it goes without.
 constexpr int64_t kPrefillPrefetchBytes = 8192;
 
 template <class E, int NR, int NX, bool IL>
