@@ -227,6 +227,11 @@ void run_tiles(ThreadPool& pool, int64_t n_units, int64_t granule, size_t unit_b
   });
 }
 
+// The tile shape of a packed product off AMX: n_multi tokens a kernel call, `rest` left over.
+TileShape packed_shape(const PackedKernels& k, int n_multi, int rest) {
+  return TileShape{n_multi, rest > 1 ? rest : 0, 1, k.act_cache_bytes ? k.act_cache_bytes : kActCacheBytes};
+}
+
 // Converts n_tokens activation rows with convert(t, dst_row) into buf (rows of act_row bytes), in
 // parallel when there are several; returns the first row, 64-byte aligned.
 template <class Convert>
@@ -425,7 +430,7 @@ bool matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
                 glu->ub ? glu->ub + c0 : nullptr, kPackRows, y + (t + r) * y_stride + c0);
     };
     run_tiles(
-        pool, half, 1, 2 * group_bytes, n_tokens, act_row, TileShape{n_multi, rest > 1 ? rest : 0},
+        pool, half, 1, 2 * group_bytes, n_tokens, act_row, packed_shape(k, n_multi, rest),
         [&](int64_t g, int64_t t, int) {
           unit(g, t, n_multi, [&](const uint8_t* gate, const uint8_t* x, float* s) {
             if (pair) return k.dot_pair(nb, gate, gate_to_up, x, act_row, s, kUnitRow, 2, kPackRows);
@@ -464,7 +469,7 @@ bool matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
              ng, rows(g + ng - 1));
     };
     run_tiles(
-        pool, n_pairs, 1, 2 * group_bytes, n_tokens, act_row, TileShape{k.n_pair, rest > 1 ? rest : 0},
+        pool, n_pairs, 1, 2 * group_bytes, n_tokens, act_row, packed_shape(k, k.n_pair, rest),
         [&](int64_t p, int64_t t, int) { unit(p, t, k.dot_pair); },
         [&](int64_t p, int64_t t) {
           unit(p, t, [&](auto... a) { k.dot_pair_rest(a..., rest); });
@@ -477,7 +482,7 @@ bool matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
   // The same for the other types: a prefill's leftover tokens in one call per row group.
   const int rest = k.dotn_rest ? static_cast<int>(n_tokens % k.n_multi) : 0;
   run_tiles(
-      pool, n_groups, 1, group_bytes, n_tokens, act_row, TileShape{k.n_multi, rest > 1 ? rest : 0},
+      pool, n_groups, 1, group_bytes, n_tokens, act_row, packed_shape(k, k.n_multi, rest),
       [&](int64_t g, int64_t t, int) { dotn(g, t); },
       [&](int64_t g, int64_t t) {
         k.dotn_rest(nb, wb + g * group_bytes, xb + t * act_row, act_row, y + t * y_stride + g * kPackRows, y_stride,

@@ -247,6 +247,7 @@ struct PackedKernels {
   void (*dotn_rest)(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
                     int64_t out_stride, int n_rows, int n_tokens) = nullptr;
   int tile_groups = 1;  // row groups dott takes at once
+  size_t act_cache_bytes = 0;  // the activations a prefill token block may hold off AMX; 0: the default
 };
 // A dotn_rest (dot_pair_rest) from the kernels for 1, 2, ... tokens (Fns[i] takes i + 1 tokens).
 template <PackedDotFn... Fns>

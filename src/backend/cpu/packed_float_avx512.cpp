@@ -229,10 +229,20 @@ void packed_dot_float(int64_t n, const uint8_t* group, const uint8_t* x, size_t 
   if (k < n_rows) rows<E, 1, NX, IL>(n, w + k * n, x, x_stride, out + k, out_stride);
 }
 
+// NOTE (token blocks): a prefill streams a product's weights from memory once per token block, and the
+// default block (256 KB of converted activations) is small for f32 rows: 6 tokens of Qwen2.5-1.5B's
+// 8,960-element FFN down rows, whose 27.5 MB of F16 weights then came from DRAM every 6 tokens
+// (`ignis-bench-matmul f16 8960 1536 512 1 3`: 51-59 GMAC/s, 75-82 with 4 MiB). A block's activations
+// past L2 cost less: each token group's rows are read once per slice of weights. Alternated 3x at
+// bb796c2 on Zen 5, `ignis bench -p 512 -n 0 -t T -r 1`: Qwen2.5-1.5B F16 1 thread 44-47 -> 53-54 t/s, 2
+// threads 83-87 -> 100-117; Qwen2.5-0.5B F16 (896 / 4,864-element rows) and its BF16 within the noise.
+constexpr size_t kFloatActCacheBytes = 4 * 1024 * 1024;
+
 template <class E, bool IL, int... I>
 PackedKernels float_kernels_of(std::integer_sequence<int, I...>) {
   PackedKernels k{packed_dot_float<E, 1, IL>, packed_dot_float<E, kTokens, IL>, kTokens};
   k.dotn_rest = packed_dot_rest<packed_dot_float<E, I + 1, IL>...>;
+  k.act_cache_bytes = kFloatActCacheBytes;
   return k;
 }
 template <class E, bool IL>
