@@ -96,15 +96,14 @@ __attribute__((always_inline)) inline void steps(int64_t i, int64_t end, int64_t
       IGNIS_UNROLL for (int r = 0; r < NR; ++r) acc[r][t] = E::madd(acc[r][t], wv[r], xv);
     }
   };
-  if constexpr (IL && NX > 1 && std::is_same_v<E, F16Elems>) {  // F16 prefill on the copy: see kPrefillPrefetchBytes
-    constexpr int kLines = static_cast<int>(NR * E::kStep * 2 / 64);
-    for (; i + E::kStep <= end; i += E::kStep) {
+  constexpr bool kPrefetch = IL && NX > 1 && std::is_same_v<E, F16Elems>;  // see kPrefillPrefetchBytes
+  for (; i + E::kStep <= end; i += E::kStep) {
+    if constexpr (kPrefetch) {
       const auto* pf = reinterpret_cast<const char*>(elems_at<E, IL>(w, n, 0, i + kPrefillPrefetchBytes / (kR * 2)));
-      IGNIS_UNROLL for (int l = 0; l < kLines; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
-      step(i, E::mask(E::kStep));
+      IGNIS_UNROLL for (int l = 0; l < NR * E::kStep * 2 / 64; ++l) _mm_prefetch(pf + 64 * l, _MM_HINT_T0);
     }
+    step(i, E::mask(E::kStep));
   }
-  for (; i + E::kStep <= end; i += E::kStep) step(i, E::mask(E::kStep));
   if (i < end) step(i, E::mask(end - i));
 }
 
