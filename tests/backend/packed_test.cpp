@@ -134,6 +134,10 @@ std::vector<Case> cases() {
   }
   // Tiles larger than the weight slice a token group re-reads from cache (the output head's shape).
   v.push_back({DType::Q4_0, 896, 9001, 11});
+  // Decode's two streams (row group g with g + half): 6 groups, the last partial, and 7 (one alone).
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K,
+                  DType::Q6_K})
+    for (int64_t n_out : {87, 103}) v.push_back({t, dtype_traits(t)->block_size == 256 ? 512 : 96, n_out, 2});
   // Prefill-sized calls: AMX's 16-token tiles where the CPU has AMX (then the AVX-512 6-token kernel
   // and the one-token kernel for the rest), one and two blocks per row, row counts off the groups.
   for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0}) {

@@ -455,6 +455,30 @@ bool matmul_packed(ThreadPool& pool, const WeightView& view, const float* x, int
         });
     return true;
   }
+  if (n_tokens == 1 && k.dot1_pair && n_groups >= 2) {
+    // NOTE (decode in two streams): a unit is row group g with group g + half (half the matrix
+    // further on) through dot1_pair, and an odd last group alone, so each thread reads two streams of
+    // weights instead of one. A whole group of one then of the other is not the same: on the K-quants
+    // 1.3x slower. With the 4- and 5-bit types' prefetch (packed_avx512.cpp), in one process
+    // alternating every 8 tokens (ab-decode, BENCHMARKS.md), 2 threads, Zen 5, tg time against one
+    // group at a time: Qwen2.5-1.5B Q4_0 0.92-0.95, Llama-3.2-1B Q4_0 0.86-0.92, 0.5B Q4_0 0.93-1.01,
+    // 0.5B Q8_0 0.96-1.00, a Q4_1 file 0.87; the K-quants (1.5B Q4_K_M) 0.94-0.98. Per row the
+    // operations are dot1's, so the bits are the same.
+    const int64_t half = n_groups / 2;
+    const size_t apart = static_cast<size_t>(half) * group_bytes;
+    run_tiles(
+        pool, half + n_groups % 2, 1, 2 * group_bytes, 1, act_row, packed_shape(k, 1, 0),
+        [](int64_t, int64_t, int) {}, [](int64_t, int64_t) {},
+        [&](int64_t g, int64_t) {
+          if (g == half) return dot1(n_groups - 1, 0);  // the odd one
+          alignas(64) float s[2 * kPackRows];
+          const int last = rows(g + half);
+          k.dot1_pair(nb, wb + g * group_bytes, apart, xb, act_row, s, 2 * kPackRows, 2, last);
+          std::copy_n(s, kPackRows, y + g * kPackRows);
+          std::copy_n(s + kPackRows, last, y + (g + half) * kPackRows);
+        });
+    return true;
+  }
   if (k.dot_pair && (n_tokens >= k.n_pair || (k.dot_pair_rest && n_tokens > 1))) {
     // Units are pairs of row groups (the last may be a single group): the pair kernel shares each
     // activation load between them. The tokens left over after the groups of n_pair (all of them in a

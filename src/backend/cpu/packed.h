@@ -248,6 +248,9 @@ struct PackedKernels {
                     int64_t out_stride, int n_rows, int n_tokens) = nullptr;
   int tile_groups = 1;  // row groups dott takes at once
   size_t act_cache_bytes = 0;  // the activations a prefill token block may hold off AMX; 0: the default
+  // Optional: one token on two row groups group_bytes apart (decode reads each thread's weights as two
+  // streams, ops.cpp), each output bit-identical to dot1's.
+  PackedPairDotFn dot1_pair = nullptr;
 };
 // A dotn_rest (dot_pair_rest) from the kernels for 1, 2, ... tokens (Fns[i] takes i + 1 tokens).
 template <PackedDotFn... Fns>

@@ -27,6 +27,7 @@ namespace ignis::cpu {
 namespace {
 
 #define IGNIS_UNROLL _Pragma("GCC unroll 8")
+#define IGNIS_NO_UNROLL _Pragma("GCC unroll 1")
 
 // NOTE: software prefetch kPrefetchBytes32 ahead in the one-token 32-element kernel: measured on Zen 4,
 // a 60000 x 896 Q4_0 matvec read ~14 GB/s from DRAM without it and ~20 GB/s with 8 records ahead (one
@@ -52,10 +53,14 @@ bool software_prefetch_pays() {
 // pair kernel's one-token form (the fused gate and up of decode). Qwen2.5-0.5B's Q4_K_M mix (44% of its
 // bytes Q5_0) tg128 without -> with, alternated 4x: 2 threads 79-97 -> 89-108 t/s, one thread 41-65 ->
 // 48-78 (each pair 8-21% faster). With it for every 32-element type, the 0.5B Q8_0 file read 76-85 ->
-// 62-74 t/s at 2 threads and Qwen2.5-1.5B Q4_0 30-35 -> 30-40 (alternated 3x), so those keep without.
+// 62-74 t/s at 2 threads and Qwen2.5-1.5B Q4_0 30-35 -> 30-40 (alternated 3x). Since decode reads two
+// streams a thread (two row groups half a matrix apart, ops.cpp), Q4_0 gains from it too: in one process
+// alternating every 8 tokens (60 rounds, 2 threads), tg time against two streams without it 0.94
+// (Qwen2.5-1.5B and 0.5B Q4_0; one thread 0.93), while Q8_0 still loses (0.5B Q8_0 1.08, Qwen3-0.6B
+// Q8_0 1.05). Q4_1 takes Q4_0's choice.
 template <DType T>
 bool software_prefetch_pays_32() {
-  return software_prefetch_pays() || kFifthBit<T>;
+  return software_prefetch_pays() || T != DType::Q8_0;
 }
 // K-quants: no software prefetch (their records are read sequentially and the hardware prefetcher does
 // better alone: a 60000 x 1536 Q4_K matvec read 34 GB/s without and 20-23 GB/s with 1-8 records ahead).
@@ -214,15 +219,19 @@ void packed_dot32_n(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
 // GB/s on one Zen 5 core and 27-31 on two, half of Q4_K's rate, with the 5th bits' chunks before, after
 // or among the others; with the record two ahead prefetched 30-33 and 54-61 (alternated 3x). The same
 // prefetch on Q4_K measured within the noise (30-33 / 38-57 GB/s against 31-32 / 53-58).
-template <int NX, bool K5 = false>
-void packed_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
-                    int64_t out_stride, int n_rows) {
+// G row groups (the second group_bytes on) one super-block after the other: decode's two streams
+// (ops.cpp). NOTE: the loop over the groups stays rolled; unrolled, GCC interleaved the two records'
+// code and the 1.5B Q4_K_M file decoded 5% slower than one group at a time, rolled 3.5-5% faster (see
+// BENCHMARKS.md, twenty-ninth session).
+template <int NX, bool K5 = false, int G = 1>
+void packed_dot_q4k_g(int64_t nb, const uint8_t* group, size_t group_bytes, const uint8_t* x, size_t x_stride,
+                      float* out, int64_t out_stride, int n_rows_last) {
   constexpr int64_t kRec = packed_record_bytes(K5 ? DType::Q5_K : DType::Q4_K);
   const __m512i m0f = _mm512_set1_epi8(0x0f);
-  __m512 acc[NX];
-  IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t s = 0; s < nb; ++s) {
-    const uint8_t* rec = group + s * kRec;
+  __m512 acc[G][NX];
+  IGNIS_UNROLL for (int g = 0; g < G; ++g) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[g][t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s) IGNIS_NO_UNROLL for (int g = 0; g < G; ++g) {
+    const uint8_t* rec = group + g * group_bytes + s * kRec;
     const uint8_t* sc = rec + 64;
     const uint8_t* mn = rec + 64 + 128;
     const uint8_t* qs = rec + 64 + 256;
@@ -261,10 +270,16 @@ void packed_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
     const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 32)));
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-      acc[t] = scale_add_q4k(acc[t], isum[t], msum[t], d, dmin, act_k(x + t * x_stride, s)->d);
+      acc[g][t] = scale_add_q4k(acc[g][t], isum[t], msum[t], d, dmin, act_k(x + t * x_stride, s)->d);
     }
   }
-  IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
+  IGNIS_UNROLL for (int g = 0; g < G; ++g) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
+    store_rows(out + t * out_stride + 16 * g, g == G - 1 ? n_rows_last : 16, acc[g][t]);
+}
+template <int NX, bool K5 = false>
+void packed_dot_q4k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
+                    int64_t out_stride, int n_rows) {
+  packed_dot_q4k_g<NX, K5>(nb, group, 0, x, x_stride, out, out_stride, n_rows);
 }
 
 // Q2_K: per half hh of the super-block its 8 chunks stay in registers, and each sub-block pair i = 4 hh +
@@ -307,14 +322,15 @@ void packed_dot_q2k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
 }
 
 // Q6_K, and Q3_K (its record has the same d and i8 scales; its quants come from lo / hi chunks).
-template <int NX, DType T = DType::Q6_K>
-void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
-                    int64_t out_stride, int n_rows) {
+// G row groups as packed_dot_q4k_g.
+template <int NX, DType T = DType::Q6_K, int G = 1>
+void packed_dot_q6k_g(int64_t nb, const uint8_t* group, size_t group_bytes, const uint8_t* x, size_t x_stride,
+                      float* out, int64_t out_stride, int n_rows_last) {
   constexpr int64_t kRec = packed_record_bytes(T);
-  __m512 acc[NX];
-  IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[t] = _mm512_setzero_ps();
-  for (int64_t s = 0; s < nb; ++s) {
-    const uint8_t* rec = group + s * kRec;
+  __m512 acc[G][NX];
+  IGNIS_UNROLL for (int g = 0; g < G; ++g) IGNIS_UNROLL for (int t = 0; t < NX; ++t) acc[g][t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nb; ++s) IGNIS_NO_UNROLL for (int g = 0; g < G; ++g) {
+    const uint8_t* rec = group + g * group_bytes + s * kRec;
     const auto* sc = reinterpret_cast<const int8_t*>(rec + 32);
     const uint8_t* tri = rec + 32 + 256;  // triples of 192 bytes (Q6_K: ql h, ql h + 16, qh h)
     __m512i isum[NX];
@@ -349,10 +365,23 @@ void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec)));
     IGNIS_UNROLL for (int t = 0; t < NX; ++t) {
-      acc[t] = scale_add(acc[t], isum[t], d, act_k(x + t * x_stride, s)->d);
+      acc[g][t] = scale_add(acc[g][t], isum[t], d, act_k(x + t * x_stride, s)->d);
     }
   }
-  IGNIS_UNROLL for (int t = 0; t < NX; ++t) store_rows(out + t * out_stride, n_rows, acc[t]);
+  IGNIS_UNROLL for (int g = 0; g < G; ++g) IGNIS_UNROLL for (int t = 0; t < NX; ++t)
+    store_rows(out + t * out_stride + 16 * g, g == G - 1 ? n_rows_last : 16, acc[g][t]);
+}
+template <int NX, DType T = DType::Q6_K>
+void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x_stride, float* out,
+                    int64_t out_stride, int n_rows) {
+  packed_dot_q6k_g<NX, T>(nb, group, 0, x, x_stride, out, out_stride, n_rows);
+}
+
+// Decode's two streams (PackedKernels::dot1_pair): one token on one or two row groups.
+template <auto F1, auto F2>
+void one_token_pair(int64_t nb, const uint8_t* group, size_t group_bytes, const uint8_t* x, size_t x_stride,
+                    float* out, int64_t out_stride, int n_groups, int n_rows_last) {
+  (n_groups == 2 ? F2 : F1)(nb, group, group_bytes, x, x_stride, out, out_stride, n_rows_last);
 }
 
 }  // namespace
@@ -364,13 +393,19 @@ PackedKernels packed_kernels_avx512(DType t) {
   // GMAC/s, Q8_0 185-242 -> 222-280). The K-quants' per-sub-block accumulators fill the registers at 4
   // tokens; F16 takes kF16Tokens.
   constexpr int kPairTokens = 6;  // the rest kernels below take 1 to kPairTokens - 1 tokens
+  auto with_pair = [](PackedKernels k, PackedPairDotFn pair) {
+    k.dot1_pair = pair;
+    return k;
+  };
   auto k32 = [&]<DType T>() {
-    return PackedKernels{software_prefetch_pays_32<T>() ? packed_dot32<T, true> : packed_dot32<T, false>,
-                         packed_dot32_n<T, kPairTokens>, kPairTokens, nullptr, packed_dot32_pair<T, kPairTokens>, kPairTokens,
-                         // the 1-5 tokens a prefill leaves over: a 20-token prompt's last 2 had taken the
-                         // one-token kernel per row group, each reading the group's weights again
-                         packed_pair_rest<packed_dot32_pair<T, 1>, packed_dot32_pair<T, 2>, packed_dot32_pair<T, 3>,
-                                          packed_dot32_pair<T, 4>, packed_dot32_pair<T, 5>>};
+    const PackedKernels k{software_prefetch_pays_32<T>() ? packed_dot32<T, true> : packed_dot32<T, false>,
+                          packed_dot32_n<T, kPairTokens>, kPairTokens, nullptr, packed_dot32_pair<T, kPairTokens>,
+                          kPairTokens,
+                          // the 1-5 tokens a prefill leaves over: a 20-token prompt's last 2 had taken the
+                          // one-token kernel per row group, each reading the group's weights again
+                          packed_pair_rest<packed_dot32_pair<T, 1>, packed_dot32_pair<T, 2>, packed_dot32_pair<T, 3>,
+                                           packed_dot32_pair<T, 4>, packed_dot32_pair<T, 5>>};
+    return with_pair(k, packed_dot32_pair<T, 1>);
   };
   switch (t) {
     case DType::Q4_0: return k32.template operator()<DType::Q4_0>();
@@ -378,11 +413,16 @@ PackedKernels packed_kernels_avx512(DType t) {
     case DType::Q4_1: return k32.template operator()<DType::Q4_1>();
     case DType::Q5_1: return k32.template operator()<DType::Q5_1>();
     case DType::Q8_0: return k32.template operator()<DType::Q8_0>();
-    case DType::Q4_K: return kquant_kernels<packed_dot_q4k<1>, packed_dot_q4k<2>, packed_dot_q4k<3>, packed_dot_q4k<4>>();
+    case DType::Q4_K:
+      return with_pair(kquant_kernels<packed_dot_q4k<1>, packed_dot_q4k<2>, packed_dot_q4k<3>, packed_dot_q4k<4>>(),
+                       one_token_pair<packed_dot_q4k_g<1, false, 1>, packed_dot_q4k_g<1, false, 2>>);
     case DType::Q5_K:
-      return kquant_kernels<packed_dot_q4k<1, true>, packed_dot_q4k<2, true>, packed_dot_q4k<3, true>,
-                            packed_dot_q4k<4, true>>();
-    case DType::Q6_K: return kquant_kernels<packed_dot_q6k<1>, packed_dot_q6k<2>, packed_dot_q6k<3>, packed_dot_q6k<4>>();
+      return with_pair(kquant_kernels<packed_dot_q4k<1, true>, packed_dot_q4k<2, true>, packed_dot_q4k<3, true>,
+                                      packed_dot_q4k<4, true>>(),
+                       one_token_pair<packed_dot_q4k_g<1, true, 1>, packed_dot_q4k_g<1, true, 2>>);
+    case DType::Q6_K:
+      return with_pair(kquant_kernels<packed_dot_q6k<1>, packed_dot_q6k<2>, packed_dot_q6k<3>, packed_dot_q6k<4>>(),
+                       one_token_pair<packed_dot_q6k_g<1, DType::Q6_K, 1>, packed_dot_q6k_g<1, DType::Q6_K, 2>>);
     case DType::Q2_K: return kquant_kernels<packed_dot_q2k<1>, packed_dot_q2k<2>, packed_dot_q2k<3>, packed_dot_q2k<4>>();
     case DType::Q3_K:
       return kquant_kernels<packed_dot_q6k<1, DType::Q3_K>, packed_dot_q6k<2, DType::Q3_K>, packed_dot_q6k<3, DType::Q3_K>,
