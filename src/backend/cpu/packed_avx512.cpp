@@ -196,13 +196,18 @@ void packed_dot32_rg(int64_t nb, const uint8_t* group, size_t group_bytes, const
     store_rows(out + t * out_stride + 16 * g, g == G - 1 ? n_rows_last : 16, acc[g][t]);
 }
 
+// The PackedPairDotFn form of a kernel made for one (F1) and two (F2) row groups.
+template <auto F1, auto F2>
+void group_pair(int64_t nb, const uint8_t* group, size_t group_bytes, const uint8_t* x, size_t x_stride, float* out,
+                int64_t out_stride, int n_groups, int n_rows_last) {
+  (n_groups == 2 ? F2 : F1)(nb, group, group_bytes, x, x_stride, out, out_stride, n_rows_last);
+}
+
 template <DType T, int NX>
 void packed_dot32_pair(int64_t nb, const uint8_t* group, size_t group_bytes, const uint8_t* x, size_t x_stride,
                        float* out, int64_t out_stride, int n_groups, int n_rows_last) {
-  if (n_groups == 2)
-    packed_dot32_rg<T, 2, NX>(nb, group, group_bytes, x, x_stride, out, out_stride, n_rows_last);
-  else
-    packed_dot32_rg<T, 1, NX>(nb, group, group_bytes, x, x_stride, out, out_stride, n_rows_last);
+  group_pair<packed_dot32_rg<T, 1, NX>, packed_dot32_rg<T, 2, NX>>(nb, group, group_bytes, x, x_stride, out,
+                                                                   out_stride, n_groups, n_rows_last);
 }
 
 // The same on one row group, in the PackedDotFn form (dotn: the AMX path's tokens left under 64).
@@ -377,13 +382,6 @@ void packed_dot_q6k(int64_t nb, const uint8_t* group, const uint8_t* x, size_t x
   packed_dot_q6k_g<NX, T>(nb, group, 0, x, x_stride, out, out_stride, n_rows);
 }
 
-// Decode's two streams (PackedKernels::dot1_pair): one token on one or two row groups.
-template <auto F1, auto F2>
-void one_token_pair(int64_t nb, const uint8_t* group, size_t group_bytes, const uint8_t* x, size_t x_stride,
-                    float* out, int64_t out_stride, int n_groups, int n_rows_last) {
-  (n_groups == 2 ? F2 : F1)(nb, group, group_bytes, x, x_stride, out, out_stride, n_rows_last);
-}
-
 }  // namespace
 
 PackedKernels packed_kernels_avx512(DType t) {
@@ -415,14 +413,14 @@ PackedKernels packed_kernels_avx512(DType t) {
     case DType::Q8_0: return k32.template operator()<DType::Q8_0>();
     case DType::Q4_K:
       return with_pair(kquant_kernels<packed_dot_q4k<1>, packed_dot_q4k<2>, packed_dot_q4k<3>, packed_dot_q4k<4>>(),
-                       one_token_pair<packed_dot_q4k_g<1, false, 1>, packed_dot_q4k_g<1, false, 2>>);
+                       group_pair<packed_dot_q4k_g<1, false, 1>, packed_dot_q4k_g<1, false, 2>>);
     case DType::Q5_K:
       return with_pair(kquant_kernels<packed_dot_q4k<1, true>, packed_dot_q4k<2, true>, packed_dot_q4k<3, true>,
                                       packed_dot_q4k<4, true>>(),
-                       one_token_pair<packed_dot_q4k_g<1, true, 1>, packed_dot_q4k_g<1, true, 2>>);
+                       group_pair<packed_dot_q4k_g<1, true, 1>, packed_dot_q4k_g<1, true, 2>>);
     case DType::Q6_K:
       return with_pair(kquant_kernels<packed_dot_q6k<1>, packed_dot_q6k<2>, packed_dot_q6k<3>, packed_dot_q6k<4>>(),
-                       one_token_pair<packed_dot_q6k_g<1, DType::Q6_K, 1>, packed_dot_q6k_g<1, DType::Q6_K, 2>>);
+                       group_pair<packed_dot_q6k_g<1, DType::Q6_K, 1>, packed_dot_q6k_g<1, DType::Q6_K, 2>>);
     case DType::Q2_K: return kquant_kernels<packed_dot_q2k<1>, packed_dot_q2k<2>, packed_dot_q2k<3>, packed_dot_q2k<4>>();
     case DType::Q3_K:
       return kquant_kernels<packed_dot_q6k<1, DType::Q3_K>, packed_dot_q6k<2, DType::Q3_K>, packed_dot_q6k<3, DType::Q3_K>,
