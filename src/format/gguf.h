@@ -96,7 +96,7 @@ class GgufFile {
   const Value* find(std::string_view key) const;
   // Elements of the array `key` without reading them (0 when absent or not an array).
   uint64_t array_size(std::string_view key) const;
-  bool has(std::string_view key) const { return find(key) != nullptr; }
+  bool has(std::string_view key) const { return kv_index_.find(key) != kv_index_.end(); }  // reads nothing
 
   // Typed getters: throw Error "<file>: metadata key <key> is missing" / "... has type X, expected Y".
   std::string get_string(std::string_view key) const;
@@ -143,6 +143,11 @@ class GgufFile {
     bool read = false;
   };
   void read_lazy(size_t kv) const;
+  // Calls each(Value&&) for every element of the array `key` once its element type passes ok (else
+  // throws as the typed getters do), straight from the file bytes while the array is unread: a
+  // vocabulary taken by a typed getter is then never kept as Values as well.
+  template <class F>
+  void for_elements(std::string_view key, bool (*ok)(ValueType), const char* expected, F&& each) const;
 
   mutable std::vector<std::pair<std::string, Value>> kv_;  // (lazy arrays filled under lazy_mu_)
   mutable std::vector<Lazy> lazy_;

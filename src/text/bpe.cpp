@@ -25,7 +25,7 @@ BpeModel::BpeModel(const TokenizerConfig& cfg, const TokenMap& map)
     fallback_ids_[b] = map_find(map_, hex);
   }
   if (!cont_prefix_.empty() || !end_suffix_.empty()) byte_level_ = false;
-  merges_.reserve(cfg.merges.size() * 2);
+  merges_.reserve(cfg.merges.size());  // (at most half full)
   std::string joined;
   for (size_t r = 0; r < cfg.merges.size(); ++r) {
     const auto& [a, b] = cfg.merges[r];

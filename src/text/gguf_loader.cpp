@@ -37,7 +37,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::GgufFile& f) {
   else if (model == "bert") cfg.kind = ModelKind::Wpm;
   else fail("{}: tokenizer.ggml.model '{}' is not supported (supported: llama, gpt2, bert)", f.path(), model);
 
-  const std::vector<std::string> texts = f.get_string_array("tokenizer.ggml.tokens");
+  std::vector<std::string> texts = f.get_string_array("tokenizer.ggml.tokens");
   const size_t n = texts.size();
   std::vector<float> scores;
   if (f.has("tokenizer.ggml.scores")) {
@@ -54,7 +54,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::GgufFile& f) {
   cfg.tokens.resize(n);
   for (size_t i = 0; i < n; ++i) {
     TokenEntry& t = cfg.tokens[i];
-    t.text = texts[i];
+    t.text = std::move(texts[i]);
     t.score = scores.empty() ? 0.0f : scores[i];
     const int64_t ty = types.empty() ? 1 : types[i];
     if (ty < 0 || ty > 6)

@@ -94,9 +94,7 @@ void load_tiktoken_config(const std::string& path, TokenizerConfig* cfg) {
     fail("{}: tiktoken vocabulary of {} tokens is not one this reader knows (Llama 3: 128000)", path, n);
   // Llama 3: its split pattern; whole pre-tokens found in the vocabulary are taken as is.
   set_gguf_pre_tokenizer("llama-bpe", path, cfg);
-  TokenMap map;
-  map.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) map.emplace(cfg->tokens[i].text, TokenId(i));
+  const TokenMap map(cfg->tokens, false);
   for (size_t i = 0; i < n; ++i) {
     const std::string& t = cfg->tokens[i].text;
     for (size_t k = 1; k < t.size(); ++k) {

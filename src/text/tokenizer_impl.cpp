@@ -119,10 +119,7 @@ TokenizerImpl::TokenizerImpl(TokenizerConfig cfg) : cfg_(std::move(cfg)) {
   for (TokenId id : cfg_.template_suffix) check(id, "post-processor");
   for (const auto& a : cfg_.added) check(a.id, "added");
   // Normal tokens first so that they win over control tokens with the same text.
-  map_.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i)
-    if (cfg_.tokens[i].type == TokenType::Normal) map_.emplace(cfg_.tokens[i].text, TokenId(i));
-  for (size_t i = 0; i < n; ++i) map_.emplace(cfg_.tokens[i].text, TokenId(i));
+  map_ = TokenMap(cfg_.tokens, true);
 
   pieces_.resize(n);
   token_text_.resize(n);

@@ -590,6 +590,29 @@ TEST(PackedStoreFloats, CopyFloatsIsAnAlignedCountedCopy) {
   EXPECT_EQ(c[0], -3.0f);
 }
 
+// Many copies, some larger than the store's blocks of floats, between weights queued for the
+// background copy (the loader's order): each stays aligned and intact.
+TEST(PackedStoreFloats, ManyCopiesBetweenWeightsStayIntact) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<uint8_t> w(row_bytes(DType::Q8_0, 256) * 48);
+  for (auto& b : w) b = static_cast<uint8_t>(rng() % 64);
+  PackedStore store;
+  std::vector<std::vector<float>> src;
+  std::vector<const float*> copies;
+  for (int64_t n : {1, 896, 128, 4864, 16, 40000, 3, 20000, 17000, 64}) {
+    store.add(WeightView{DType::Q8_0, w.data(), 256, 48});
+    src.emplace_back(n);
+    for (float& x : src.back()) x = g(rng);
+    copies.push_back(store.copy_floats(src.back().data(), n));
+  }
+  store.wait();
+  for (size_t k = 0; k < src.size(); ++k) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(copies[k]) % 64, 0u) << k;
+    EXPECT_EQ(std::memcmp(copies[k], src[k].data(), src[k].size() * sizeof(float)), 0) << k;
+  }
+}
+
 TEST(PackedErrors, GetRowRefusesUnreadablePackedViewsAndUnpackableTypesStayUnpacked) {
   std::vector<uint8_t> w(row_bytes(DType::Q4_K, 256) * 3, 0);
   PackedStore store;

@@ -179,14 +179,17 @@ TEST(GgufRead, OpenAndFromMemoryAgree) {
 }
 
 // Long top-level arrays (a vocabulary) are checked at open and read on first use: their size without
-// reading them, their elements through find and metadata(), the same as short arrays read at open;
-// a bad element still fails at open.
+// reading them, their elements through the typed getters (straight from the bytes), find and metadata(),
+// the same as short arrays read at open and the same before and after they are kept; a bad element
+// still fails at open.
 TEST(GgufRead, LongArraysReadOnFirstUseAndCheckedAtOpen) {
   std::vector<std::string> toks;
   std::vector<int32_t> types;
+  std::vector<float> scores;
   for (int i = 0; i < 5000; ++i) {
     toks.push_back(i % 7 ? "t" + std::to_string(i) : std::string(40 + i % 5, 'x'));  // some past SSO
     types.push_back(i % 3 - 1);
+    scores.push_back(-0.25f * static_cast<float>(i));
   }
   GgufWriter w;
   w.set_string_array("tokenizer.ggml.tokens", toks);
@@ -203,21 +206,39 @@ TEST(GgufRead, LongArraysReadOnFirstUseAndCheckedAtOpen) {
   }
   w.set_array("flags", flags);
   w.set_u32("after", 7);
+  w.set_f32_array("scores", scores);
   auto bytes = w.to_bytes();
   auto f = GgufFile::from_memory(bytes.data(), bytes.size(), "lazy.gguf");
   EXPECT_EQ(f->array_size("tokenizer.ggml.tokens"), 5000u);
   EXPECT_EQ(f->array_size("short"), 2u);
   EXPECT_EQ(f->array_size("after"), 0u);
   EXPECT_EQ(f->array_size("missing"), 0u);
+  EXPECT_TRUE(f->has("tokenizer.ggml.tokens"));
   EXPECT_EQ(f->get_int("after"), 7);
-  EXPECT_EQ(f->get_string_array("tokenizer.ggml.tokens"), toks);
-  const std::vector<int64_t> got_types = f->get_int_array("tokenizer.ggml.token_type");
-  ASSERT_EQ(got_types.size(), types.size());
-  for (size_t i = 0; i < types.size(); ++i) EXPECT_EQ(got_types[i], types[i]) << i;
+  auto expect_getters = [&] {
+    EXPECT_EQ(f->get_string_array("tokenizer.ggml.tokens"), toks);
+    const std::vector<int64_t> got_types = f->get_int_array("tokenizer.ggml.token_type");
+    ASSERT_EQ(got_types.size(), types.size());
+    for (size_t i = 0; i < types.size(); ++i) EXPECT_EQ(got_types[i], types[i]) << i;
+    EXPECT_EQ(f->get_float_array("scores"), scores);
+    EXPECT_EQ(f->get_float_array("tokenizer.ggml.token_type")[4], 0.0f);  // integers as numbers
+    try {
+      f->get_int_array("tokenizer.ggml.tokens");
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("metadata key tokenizer.ggml.tokens has type array of string, expected "
+                                           "array of integers"),
+                std::string::npos)
+          << e.what();
+    }
+  };
+  expect_getters();                           // unread: from the file bytes
+  EXPECT_EQ(f->array_size("scores"), 5000u);  // still unread
   const Value& fl = f->metadata()[3].second;  // metadata() reads every array
   ASSERT_EQ(fl.arr.size(), 4096u);
   EXPECT_EQ(fl.arr[4095].u, 1u);
   EXPECT_EQ(f->metadata()[0].second.arr.size(), 5000u);
+  expect_getters();  // from the kept Values
 
   // A bool of 2 at the end of the long array, and a string running past the end: errors at open.
   std::vector<uint8_t> bad = bytes;

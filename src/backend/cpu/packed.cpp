@@ -700,8 +700,24 @@ PackedStore::~PackedStore() {
   for (const Chunk& c : chunks_) ::munmap(c.map, c.map_bytes);
 }
 
+// NOTE: the floats are cut from heap blocks of their own. Cut from the weights' chunks (alloc), each
+// layer's norm vectors sat between the copies queued for the background, so that copying a 4 KB vector
+// first-touched (and zeroed) a whole 2 MiB page on the loading thread: Qwen3-0.6B Q8_0's 113 vectors
+// were about 230 MB of zeroing before its first token (BENCHMARKS.md, thirtieth session).
 const float* PackedStore::copy_floats(const float* src, int64_t n) {
-  auto* dst = alloc(static_cast<size_t>(n) * sizeof(float), WeightView{DType::F32, src, n, 1});
+  const size_t bytes = (static_cast<size_t>(n) * sizeof(float) + kAlign - 1) / kAlign * kAlign;
+  std::lock_guard lock(mu_);
+  if (float_blocks_.empty() || float_block_size_ - float_block_used_ < bytes) {
+    const size_t size = std::max(kFloatBlockBytes, bytes);
+    void* p = std::aligned_alloc(kAlign, size);
+    if (!p) fail("copying a vector of {} floats: out of memory", n);
+    float_blocks_.emplace_back(static_cast<uint8_t*>(p));
+    float_block_size_ = size;
+    float_block_used_ = 0;
+  }
+  uint8_t* dst = float_blocks_.back().get() + float_block_used_;
+  float_block_used_ += bytes;
+  bytes_.fetch_add(static_cast<size_t>(n) * sizeof(float), std::memory_order_relaxed);
   std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
   return reinterpret_cast<const float*>(dst);
 }

@@ -66,6 +66,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -200,6 +201,12 @@ class PackedStore {
   static constexpr int64_t kSliceGroups = 256;
   void pack_slice(const Job& job, int64_t g0, int64_t g1);
   std::vector<Chunk> chunks_;  // (guarded by mu_)
+  struct FreeBytes {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  static constexpr size_t kFloatBlockBytes = size_t{64} << 10;
+  std::vector<std::unique_ptr<uint8_t, FreeBytes>> float_blocks_;  // copy_floats' (guarded by mu_)
+  size_t float_block_size_ = 0, float_block_used_ = 0;  // the last block's
   std::atomic<uint64_t> bytes_{0};
   std::function<void(const void*, size_t)> on_repacked_;
   mutable std::mutex mu_;
