@@ -183,6 +183,10 @@ inline void decode_quad(int64_t n, const uint16_t* w, const uint8_t* x, size_t x
 // thread 37.9-38.7 -> 40.3-41.9 (membw 70-73 GB/s throughout). From L3 it costs ~5% (one core 88-92 ->
 // 83-87 GB/s), and T0 / T1 hints, 1-16 KiB ahead, had not gained. The same hint on the Q4_0 / Q8_0
 // records was mixed and on Q6_K's triples 1.6x slower.
+// NOTE (no dot1_pair): two row groups half a matrix apart (the quantized types' decode) need 32
+// accumulators; in blocks of 2-128 steps with them waiting on the stack, rows 0-7 of both groups then
+// 8-15, or one group's 16 rows then the other's, read Qwen2.5-0.5B F16 tg at 2 threads in 0.955-1.40x
+// one stream's time (bench/ab-decode.cpp, thirtieth session), at 1 thread 1.03-1.07x.
 constexpr int64_t kIlPrefetchBytes = 2048;
 
 template <class E>
