@@ -15,6 +15,18 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// NOTE (the weights' copies): a model loaded on AVX-512 without AMX runs its products on the file's rows
+// while PackedStore makes its packed copies in the background (packed.h); those copies' kernels decode
+// faster, but the copying threads get little of the cores while the steps keep them busy, and from
+// PackedStore::kIdleGrace on the helper thread takes a core from the steps (tokens at 2-3x their time).
+// A generation with at least this many single-token steps ahead has the pool make the copies before
+// its first one (Model::finish_repacking). `ignis run` with the reference prompt, wall ms, alternated
+// 3x on the 2-vCPU Zen 5 (BENCHMARKS.md, thirty-first session), before -> after, n = 80: Qwen2.5-1.5B
+// Q4_K_M 3,500-4,289 -> 2,650-2,996, 0.5B F16 3,635-3,885 -> 2,793-3,096, Qwen3-0.6B Q8_0 2,029-2,669 ->
+// 1,574-1,776, Llama-3.2-1B Q4_0 2,944-3,430 -> 2,216-2,366; but n = 32: 1.5B 1,672-1,745 -> 1,950-2,465
+// (a 1 GB copy costs 0.6-1.2 s here, mostly the kernel zeroing fresh memory).
+constexpr int64_t kFinishCopiesSteps = 64;
+
 }  // namespace
 
 const char* stop_reason_name(StopReason r) {
@@ -95,6 +107,11 @@ GenerateResult generate(const model::Model& model, model::KvCache& cache, const 
       break;
     }
     const text::TokenId next = ev.id;
+    if (res.n_generated == 1) {
+      const int64_t room = cache.n_ctx() - cache.n_past();
+      const int64_t steps = opts.n_predict < 0 ? room : std::min<int64_t>(room, opts.n_predict - res.n_generated);
+      if (steps >= kFinishCopiesSteps) model.finish_repacking(pool);
+    }
     model.forward(cache, std::span<const text::TokenId>(&next, 1), logits.data(), false, pool);
   }
   if (!stops.stopped()) {

@@ -175,6 +175,7 @@ class LlmEngine final : public Engine {
   // Engine thread only.
   std::map<RequestId, std::shared_ptr<Req>> active_;
   std::vector<float> step_logits_;  // this step's logit rows, reused across steps
+  bool copies_finished_ = false;    // the model's background copies were finished by the pool
 
   mutable std::mutex stats_mu_;
   EngineStats stats_;
@@ -453,6 +454,13 @@ void LlmEngine::step() {
   if (step_logits_.size() < n_logits) step_logits_.resize(n_logits);
   for (size_t i = 0; i < batch.size(); ++i)
     if (row_off[i] != SIZE_MAX) batch[i].logits = step_logits_.data() + row_off[i];
+  // The first step that only decodes has the pool finish the weights' background copies (generate.cpp,
+  // NOTE (the weights' copies)): a server decodes for the rest of its life, and its prompts before
+  // this step ran on the file's rows.
+  if (!copies_finished_ && out.n_tokens == static_cast<int32_t>(out.seqs.size())) {
+    model_->finish_repacking(*pool_);
+    copies_finished_ = true;
+  }
   forward_batch(*model_, batch, *pool_);
 
   std::vector<int32_t> sampled(out.seqs.size(), -1);

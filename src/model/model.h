@@ -125,6 +125,11 @@ class Model {
   // Blocks until the weights' background copies (F16 on AMX, PackedStore) are made: the products run
   // at their final speed from then on (bench waits before it times anything). Same results before.
   virtual void wait_repacked() const {}
+  // Makes the background copies still missing with the pool's threads, and returns once all are made
+  // (at once if they are). For a caller about to run many single-token steps: the copies' kernels are
+  // faster, and the pool makes them sooner than the background threads while the products keep the
+  // cores busy. Same results before and after. Thread-safe.
+  virtual void finish_repacking(ThreadPool& pool) const { (void)pool; }
 
   // Total bytes of weights, and number of parameters (for bench / info output).
   virtual uint64_t weight_bytes() const = 0;

@@ -90,6 +90,7 @@ class TransformerModel : public Model {
   void forward_batch(std::span<SeqBatch> seqs, ThreadPool& pool) const final;
   uint64_t weight_bytes() const override { return weight_bytes_; }
   void wait_repacked() const override { packed_.wait(); }
+  void finish_repacking(ThreadPool& pool) const override { packed_.finish(pool); }
   uint64_t n_params() const override { return n_params_; }
 
  protected:
@@ -123,7 +124,7 @@ class TransformerModel : public Model {
                    const Dumper& dump) const;
 
   std::shared_ptr<const gguf::GgufFile> file_;
-  cpu::PackedStore packed_;  // repacked copies of the matrices (ModelLoader::matrix), if any
+  mutable cpu::PackedStore packed_;  // repacked copies of the matrices (ModelLoader::matrix), if any (thread-safe)
   HParams hp_;
   cpu::WeightView tok_embd_;      // [n_embd, n_vocab]
   const float* output_norm_ = nullptr;  // [n_embd]

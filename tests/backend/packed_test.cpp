@@ -574,6 +574,49 @@ TEST(PackedStoreBackground, CopyFinishesWhileEveryCoreIsBusy) {
     ASSERT_EQ(std::bit_cast<uint32_t>(y_rows[i]), std::bit_cast<uint32_t>(y[i])) << "rows != copy at " << i;
 }
 
+// finish(pool): the pool's threads make every copy still missing, and it returns only once all are
+// published, with the rows' bits (a second call returns at once). The copies (about 20 MB) are queued
+// back to back and finish is called at once, so the background threads alone cannot have made them.
+TEST(PackedStoreBackground, FinishMakesEveryCopyWithThePool) {
+  if (!copied_in_background(DType::Q4_0)) GTEST_SKIP() << "the quantized types are packed at load on this CPU";
+  std::mt19937 rng(11);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  struct W {
+    DType type;
+    int64_t n_in, n_out;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<W> ws = {{DType::Q4_0, 512, 16 * 1024 + 3, {}}, {DType::Q8_0, 1024, 8 * 1024, {}},
+                       {DType::Q4_K, 768, 4096 + 7, {}}, {DType::Q6_K, 512, 2048, {}}};
+  std::vector<float> x(1024 * 2);
+  for (auto& v : x) v = g(rng);
+  for (W& w : ws) {
+    std::vector<float> wf(w.n_in * w.n_out);
+    for (auto& v : wf) v = g(rng);
+    w.bytes.resize(row_bytes(w.type, w.n_in) * w.n_out);
+    dtype_traits(w.type)->from_float(wf.data(), w.bytes.data(), w.n_in * w.n_out);
+  }
+  ThreadPool pool(2);
+  PackedStore store;
+  std::vector<WeightView> views;
+  for (W& w : ws) {
+    views.push_back(store.add(WeightView{w.type, w.bytes.data(), w.n_in, w.n_out}));
+    ASSERT_NE(views.back().repacked, nullptr) << dtype_name(w.type);
+  }
+  store.finish(pool);
+  for (size_t i = 0; i < ws.size(); ++i) {
+    ASSERT_NE(views[i].repacked->load(), nullptr) << dtype_name(ws[i].type) << ": finish returned before its copy";
+    WeightView rows = views[i];
+    rows.repacked = nullptr;  // the in-place kernels on the file's rows
+    std::vector<float> y_rows(ws[i].n_out * 2), y(ws[i].n_out * 2);
+    matmul(pool, rows, x.data(), 2, y_rows.data());
+    matmul(pool, views[i], x.data(), 2, y.data());
+    for (size_t j = 0; j < y.size(); ++j)
+      ASSERT_EQ(std::bit_cast<uint32_t>(y_rows[j]), std::bit_cast<uint32_t>(y[j])) << dtype_name(ws[i].type) << " at " << j;
+  }
+  store.finish(pool);
+}
+
 // The loader's norm weights and biases: copies the store owns (out of the file mapping), 64-byte
 // aligned, counted in bytes().
 TEST(PackedStoreFloats, CopyFloatsIsAnAlignedCountedCopy) {

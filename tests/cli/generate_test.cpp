@@ -41,6 +41,7 @@ class FakeModel : public ignis::model::Model {
   }
   std::vector<float> fixed_row;
   mutable int forwards = 0;
+  mutable std::vector<int> finished_after;  // forwards done at each finish_repacking call
 
   const ignis::model::HParams& hparams() const override { return hp_; }
   const ignis::gguf::GgufFile& file() const override { throw ignis::Error("fake model has no file"); }
@@ -65,6 +66,7 @@ class FakeModel : public ignis::model::Model {
   void forward_batch(std::span<ignis::model::SeqBatch> seqs, ignis::ThreadPool& pool) const override {
     for (auto& s : seqs) forward(*s.cache, s.tokens, s.logits, s.all_logits, pool);
   }
+  void finish_repacking(ignis::ThreadPool&) const override { finished_after.push_back(forwards); }
   uint64_t weight_bytes() const override { return 0; }
   uint64_t n_params() const override { return 0; }
 
@@ -239,4 +241,26 @@ TEST(Generate, LogprobsOnRequest) {
   EXPECT_EQ(r.events[0].logprobs.top[0].id, 1);
   EXPECT_FLOAT_EQ(r.events[0].logprobs.chosen, r.events[0].logprobs.top[0].logprob);
   EXPECT_LT(r.events[0].logprobs.chosen, 0.0f);
+}
+
+// A generation with 64 or more single-token steps ahead (by n_predict and the context's room) has the
+// model finish its weights' copies once, after the prompt and before the first step; a shorter one
+// leaves them to the background (generate.cpp, NOTE (the weights' copies)).
+TEST(Generate, LongGenerationsFinishTheWeightCopiesBeforeTheirFirstStep) {
+  struct Case {
+    int n_predict;
+    int64_t n_ctx;
+    bool finishes;
+  } cases[] = {{65, 256, true}, {200, 256, true}, {64, 256, false}, {10, 256, false},
+               {-1, 256, true}, {-1, 60, false}, {200, 65, false}, {200, 66, true}, {1, 256, false}};
+  for (const Case& c : cases) {
+    FakeModel m(std::vector<TokenId>(300, 7), 2);
+    const auto r = run(m, {0, 1}, n_tokens(c.n_predict), c.n_ctx);
+    if (c.finishes) {
+      EXPECT_EQ(m.finished_after, std::vector<int>{1}) << "n_predict " << c.n_predict << " n_ctx " << c.n_ctx;
+    } else {
+      EXPECT_TRUE(m.finished_after.empty()) << "n_predict " << c.n_predict << " n_ctx " << c.n_ctx;
+    }
+    EXPECT_GT(r.res.n_generated, 0);
+  }
 }

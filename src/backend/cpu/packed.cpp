@@ -612,7 +612,7 @@ void PackedStore::repack_loop(bool idle) {
     if (on_repacked_)
       for (const WeightView& p : job->parts()) on_repacked_(p.data, row_bytes(p.type, p.n_in) * static_cast<size_t>(p.n_out));
     jobs_.remove_if([&](const Job& j) { return &j == job; });
-    --unfinished_;
+    if (--unfinished_ == 0) pending_.store(false, std::memory_order_release);
     cv_.notify_all();
   }
 }
@@ -667,6 +667,7 @@ void PackedStore::repack_later(WeightView& v, std::span<const WeightView> parts)
   if (!dst) return;
   jobs_.push_back({v, &slots_.back(), dst, row_groups(v.n_out)});
   ++unfinished_;
+  pending_.store(true, std::memory_order_release);
   if (!worker_.joinable()) {
     worker_ = std::thread([this] { repack_loop(true); });
     // An idle-priority thread gets almost no time while the products keep both cores busy (a server
@@ -687,6 +688,12 @@ void PackedStore::repack_later(WeightView& v, std::span<const WeightView> parts)
 void PackedStore::wait() const {
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return unfinished_ == 0; });
+}
+
+void PackedStore::finish(ThreadPool& pool) {
+  if (!pending_.load(std::memory_order_acquire)) return;
+  pool.run([this](int, int) { repack_loop(false); });
+  wait();
 }
 
 PackedStore::~PackedStore() {

@@ -142,7 +142,8 @@ void pack_act_q8_0_avx512(const float* x, int64_t nb, int shift, uint8_t* dst, b
 // on a background thread (idle priority), in the order added, and published through the view's
 // `repacked` (ops.h): loading returns at once, and the products run on ggml's rows with the same bits
 // until the copy exists. Elsewhere the quantized types are packed in add().
-// Thread safety: add, add_fused, on_repacked and the destructor from one thread; wait and bytes from any.
+// Thread safety: add, add_fused, on_repacked and the destructor from one thread; wait, finish and bytes
+// from any.
 class PackedStore {
  public:
   PackedStore() = default;
@@ -165,6 +166,10 @@ class PackedStore {
   // Blocks until every background copy is published (or has failed to allocate: the weight then stays
   // on its rows).
   void wait() const;
+  // Makes the background copies still unclaimed with the pool's threads (each packs slices until none
+  // is left), then waits for the slices the background threads hold. Returns at once when every copy
+  // is published. Thread-safe.
+  void finish(ThreadPool& pool);
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
   // A copy of n floats (norm weights, biases) the store owns, 64-byte aligned.
@@ -215,6 +220,7 @@ class PackedStore {
   std::deque<std::vector<WeightView>> fused_parts_;  // the parts F16 fused views point at
   std::list<Job> jobs_;  // queued, oldest first, until published (a slice's thread holds a pointer)
   size_t unfinished_ = 0;
+  std::atomic<bool> pending_{false};  // some copy is not yet published (unfinished_ > 0)
   bool stop_ = false;
   std::thread worker_;  // idle priority
   std::thread helper_;  // normal priority, from kIdleGrace after the first job (repack_later)
