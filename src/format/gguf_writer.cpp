@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "core/error.h"
+#include "core/large_writes.h"
 #include "format/gguf.h"
 #include "format/gguf_limits.h"
 
@@ -253,6 +254,7 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
 void GgufWriter::write(const std::string& path) const {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) fail("{}: cannot create: {}", path, std::strerror(errno));
+  const auto buffer = large_write_buffer(f);  // (core/large_writes.h: a later load maps it faster)
   bool ok = true;
   serialize([&](const void* p, size_t n) {
     if (ok && std::fwrite(p, 1, n, f) != n) ok = false;

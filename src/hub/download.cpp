@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 #include "core/error.h"
+#include "core/large_writes.h"
 #include "hub/client.h"
 #include "hub/http.h"
 #include "hub/progress.h"
@@ -115,6 +117,7 @@ struct Transfer {
   int64_t offset = 0;     // bytes in the file before this request
   int64_t written = 0;    // bytes written by this request
   std::FILE* out = nullptr;
+  std::unique_ptr<char[]> out_buffer;  // out's (core/large_writes.h), until it is closed
   Sha256* hash = nullptr;
   ProgressBar* bar = nullptr;
   bool status_ok = false;
@@ -142,6 +145,7 @@ bool on_body(Transfer& t, const HttpResponse& r, const char* data, size_t n) {
       t.write_error = fmt::format("cannot write {}: {}", t.path, std::strerror(errno));
       return false;
     }
+    t.out_buffer = large_write_buffer(t.out);
     t.status_ok = true;
   }
   if (std::fwrite(data, 1, n, t.out) != n) {
@@ -165,6 +169,7 @@ HttpResponse run_transfer(const HubOptions& opts, const std::string& url, Transf
   if (t.out && std::fclose(t.out) != 0 && t.write_error.empty())
     t.write_error = fmt::format("cannot write {}: {}", t.path, std::strerror(errno));
   t.out = nullptr;
+  t.out_buffer.reset();
   if (!t.write_error.empty()) fail("{}", t.write_error);
   return r;
 }

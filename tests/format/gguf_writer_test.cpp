@@ -230,6 +230,28 @@ TEST(GgufWriter, WriteToFileMatchesToBytes) {
   std::filesystem::remove(path);
 }
 
+// The file goes out through a 4 MiB stdio buffer (core/large_writes.h): tensors smaller than it, larger
+// than it and ending at odd offsets, so writes go through the buffer, straight to write(2) from an
+// aligned point, and both; the file's bytes are to_bytes()'s.
+TEST(GgufWriter, LargeTensorsWrittenThroughTheLargeBufferMatchToBytes) {
+  GgufWriter w(32);
+  w.set_string("general.name", "large");
+  std::vector<std::vector<uint8_t>> datas;
+  for (size_t n : {size_t{3} << 20, (size_t{9} << 20) + 17, size_t{1000}, (size_t{4} << 20) - 5, size_t{12} << 20}) {
+    std::vector<uint8_t> d(n);
+    for (size_t i = 0; i < n; ++i) d[i] = static_cast<uint8_t>((i * 2654435761u + n) >> 13);
+    datas.push_back(std::move(d));
+  }
+  for (size_t t = 0; t < datas.size(); ++t)
+    w.add_tensor("t" + std::to_string(t), DType::I8, {static_cast<int64_t>(datas[t].size())}, datas[t].data(),
+                 datas[t].size());
+  const std::string path = std::string(IGNIS_BINARY_DIR) + "/gguf_writer_large_test.gguf";
+  w.write(path);
+  const auto bytes = read_bytes(path);
+  std::filesystem::remove(path);
+  EXPECT_TRUE(bytes == w.to_bytes());
+}
+
 // Rewriting a file with the same keys and tensors reproduces the reference writer's bytes exactly
 // (stories260K: llama.cpp's convert script; the fixture: gguf-py with general.alignment = 64).
 TEST(GgufWriter, RewriteIsByteIdenticalToReferenceWriter) {
