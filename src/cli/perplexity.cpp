@@ -432,6 +432,8 @@ int perplexity_main(const PplOptions& o) {
     fail("perplexity: {}: the tokenizer appends EOS to every text, which perplexity chunks cannot use "
          "(llama-perplexity refuses such models too)", o.model);
   ThreadPool pool(o.threads);
+  // Every chunk is a prefill, so the background copies' kernels (packed.h) should serve the first.
+  m->finish_repacking(pool);
   Evaluator ev{*m, *tok, pool, m->hparams().n_vocab, padded_row(m->hparams().n_vocab),
                tok->add_bos() && tok->bos() >= 0, kv_type};
 

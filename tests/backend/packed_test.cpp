@@ -533,8 +533,8 @@ TEST(PackedRows, ReadBackEqualsTheUnpackedRows) {
 }
 
 // A copy made while every core is busy (a server loaded from its start): the idle-priority thread gets
-// almost no time, and from PackedStore::kIdleGrace on the helper at normal priority claims slices next
-// to it. The copy is published, and its products have the rows' bits. (How long the idle thread alone
+// almost no time, and from helper_after (here 200 ms; kIdleGrace by default) on the helper at normal
+// priority claims slices next to it. The copy is published, and its products have the rows' bits. (How long the idle thread alone
 // would take depends on the scheduler; measured in BENCHMARKS.md, not here.)
 TEST(PackedStoreBackground, CopyFinishesWhileEveryCoreIsBusy) {
   if (!copied_in_background(DType::Q4_0)) GTEST_SKIP() << "Q4_0 is packed at load on this CPU";
@@ -554,7 +554,7 @@ TEST(PackedStoreBackground, CopyFinishesWhileEveryCoreIsBusy) {
       while (!stop.load(std::memory_order_relaxed)) {
       }
     });
-  PackedStore store;
+  PackedStore store(std::chrono::milliseconds(200));
   const WeightView pv = store.add(WeightView{DType::Q4_0, w.data(), n_in, n_out});
   ASSERT_NE(pv.repacked, nullptr);
   WeightView rows = pv;

@@ -672,12 +672,12 @@ void PackedStore::repack_later(WeightView& v, std::span<const WeightView> parts)
     worker_ = std::thread([this] { repack_loop(true); });
     // An idle-priority thread gets almost no time while the products keep both cores busy (a server
     // under load from its start), and an unprivileged thread cannot leave SCHED_IDLE. So a second
-    // thread, at the loading thread's priority, takes the slices still unclaimed kIdleGrace after the
+    // thread, at the loading thread's priority, takes the slices still unclaimed helper_after_ after the
     // first job; the idle one then holds up at most the slice it is packing.
     helper_ = std::thread([this] {
       {
         std::unique_lock lock(mu_);
-        if (cv_.wait_for(lock, kIdleGrace, [&] { return stop_; })) return;
+        if (cv_.wait_for(lock, helper_after_, [&] { return stop_; })) return;
       }
       repack_loop(false);
     });

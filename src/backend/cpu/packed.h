@@ -147,6 +147,8 @@ void pack_act_q8_0_avx512(const float* x, int64_t nb, int shift, uint8_t* dst, b
 class PackedStore {
  public:
   PackedStore() = default;
+  // helper_after: how long after the first background job the normal-priority helper starts.
+  explicit PackedStore(std::chrono::milliseconds helper_after) : helper_after_(helper_after) {}
   PackedStore(const PackedStore&) = delete;
   PackedStore& operator=(const PackedStore&) = delete;
   ~PackedStore();  // stops the background repacking (after the group slice in progress) and joins it
@@ -185,7 +187,15 @@ class PackedStore {
   // The copying threads' loop: idle (SCHED_IDLE) waits for jobs until stopped; otherwise it returns
   // once the queue is empty.
   void repack_loop(bool idle);
-  static constexpr std::chrono::milliseconds kIdleGrace{2000};
+  // NOTE: the helper takes a core from the products while they run (two pool threads and it on two
+  // cores: tokens at 2-3x their time while it copies). Callers that know a long run of steps is ahead
+  // finish the copies with their pool instead (finish: generate, the serving engine's first decode
+  // step, perplexity), so the helper is left for the rest (a server under a long run of prompts alone),
+  // late. With 2 s, `ignis run` of the reference prompt (2-vCPU Zen 5, alternated 3x, wall ms) with the
+  // helper -> without it: Qwen2.5-1.5B Q4_K_M n = 40 2,655-3,989 -> 2,362-2,613, n = 64 4,662-4,713 ->
+  // 3,736-3,790; Llama-3.2-1B Q4_0 n = 64 3,113-3,718 -> 2,968-3,205 (BENCHMARKS.md, thirty-first session).
+  static constexpr std::chrono::milliseconds kIdleGrace{10000};
+  std::chrono::milliseconds helper_after_ = kIdleGrace;
   // A mapping the copies are cut from, one after another (see alloc).
   struct Chunk {
     void* map;
@@ -223,7 +233,7 @@ class PackedStore {
   std::atomic<bool> pending_{false};  // some copy is not yet published (unfinished_ > 0)
   bool stop_ = false;
   std::thread worker_;  // idle priority
-  std::thread helper_;  // normal priority, from kIdleGrace after the first job (repack_later)
+  std::thread helper_;  // normal priority, from helper_after_ after the first job (repack_later)
 };
 
 // The packed kernels (packed_avx512.cpp): out[t * out_stride + k] = dot(row k of the group, act_t) for
