@@ -621,6 +621,11 @@ std::vector<std::string> GgufFile::get_string_array(std::string_view key) const 
   return out;
 }
 
+void GgufFile::for_each_string(std::string_view key, const std::function<void(std::string_view)>& each) const {
+  for_elements(key, [](ValueType t) { return t == ValueType::STRING; }, "array of string",
+               [&](Value&& e) { each(e.s); });
+}
+
 std::vector<float> GgufFile::get_float_array(std::string_view key) const {
   std::vector<float> out;
   out.reserve(array_size(key));

@@ -104,6 +104,9 @@ class GgufFile {
   double get_float(std::string_view key) const;     // float or integer types
   bool get_bool(std::string_view key) const;
   std::vector<std::string> get_string_array(std::string_view key) const;
+  // get_string_array's elements one at a time, without the vector (a 150k-entry merge list is 5 MB of
+  // fresh strings otherwise); the view is valid during the call only.
+  void for_each_string(std::string_view key, const std::function<void(std::string_view)>& each) const;
   std::vector<float> get_float_array(std::string_view key) const;
   std::vector<int64_t> get_int_array(std::string_view key) const;
   // Optional variants return nullopt when the key is absent (and still throw on a wrong type).

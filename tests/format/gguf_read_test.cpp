@@ -217,6 +217,11 @@ TEST(GgufRead, LongArraysReadOnFirstUseAndCheckedAtOpen) {
   EXPECT_EQ(f->get_int("after"), 7);
   auto expect_getters = [&] {
     EXPECT_EQ(f->get_string_array("tokenizer.ggml.tokens"), toks);
+    std::vector<std::string> seen;  // for_each_string: the same elements, one at a time
+    f->for_each_string("tokenizer.ggml.tokens", [&](std::string_view s) { seen.emplace_back(s); });
+    EXPECT_EQ(seen, toks);
+    EXPECT_THROW(f->for_each_string("scores", [](std::string_view) {}), Error);
+    EXPECT_THROW(f->for_each_string("missing", [](std::string_view) {}), Error);
     const std::vector<int64_t> got_types = f->get_int_array("tokenizer.ggml.token_type");
     ASSERT_EQ(got_types.size(), types.size());
     for (size_t i = 0; i < types.size(); ++i) EXPECT_EQ(got_types[i], types[i]) << i;

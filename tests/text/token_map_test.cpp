@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "text/token_map.h"
+#include "text/vocab.h"
 
 namespace ignis::text {
 namespace {
@@ -45,6 +46,25 @@ TEST(TokenMap, NormalTokensWinRepeatedTexts) {
   EXPECT_EQ(normal_first.find("a"), 1);
   EXPECT_EQ(normal_first.find("b"), 4);  // no Normal one: the lowest id
   EXPECT_EQ(in_order.find("b"), 4);
+}
+
+
+// MergeList: pairs kept end to end in one buffer come back as they went in, empty sides included.
+TEST(MergeList, PairsComeBackInRankOrder) {
+  MergeList m;
+  EXPECT_TRUE(m.empty());
+  std::vector<std::pair<std::string, std::string>> want;
+  for (int i = 0; i < 3000; ++i) {
+    std::string a = i % 11 ? "a" + std::to_string(i) : std::string(), b = std::string(size_t(i % 37), char('b' + i % 20));
+    want.emplace_back(a, b);
+    m.emplace_back(a, b);
+  }
+  ASSERT_EQ(m.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const auto [a, b] = m[i];
+    EXPECT_EQ(a, want[i].first) << i;
+    EXPECT_EQ(b, want[i].second) << i;
+  }
 }
 
 }  // namespace
