@@ -4,6 +4,7 @@
 #include <array>
 #include <queue>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -52,13 +53,15 @@ BpeModel::BpeModel(const TokenizerConfig& cfg, const TokenMap& map)
     }
   };
   constexpr size_t kSplitMerges = 16384;
+  std::thread other;
   if (n >= kSplitMerges) {
-    std::thread other(resolve, n / 2, n);
-    resolve(0, n / 2);
-    other.join();
-  } else {
-    resolve(0, n);
+    try {
+      other = std::thread(resolve, n / 2, n);
+    } catch (const std::system_error&) {  // no thread to be had: this one does both halves
+    }
   }
+  resolve(0, other.joinable() ? n / 2 : n);
+  if (other.joinable()) other.join();
   merges_.reserve(n);  // (at most half full)
   for (size_t r = 0; r < n; ++r)
     if (resolved[r][2] >= 0) merges_.insert(resolved[r][0], resolved[r][1], int32_t(r), resolved[r][2]);
