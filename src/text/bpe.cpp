@@ -60,7 +60,12 @@ BpeModel::BpeModel(const TokenizerConfig& cfg, const TokenMap& map)
     } catch (const std::system_error&) {  // no thread to be had: this one does both halves
     }
   }
-  resolve(0, other.joinable() ? n / 2 : n);
+  try {
+    resolve(0, other.joinable() ? n / 2 : n);
+  } catch (...) {  // (out of memory) the other half's thread is joined before the error goes on
+    if (other.joinable()) other.join();
+    throw;
+  }
   if (other.joinable()) other.join();
   merges_.reserve(n);  // (at most half full)
   for (size_t r = 0; r < n; ++r)
