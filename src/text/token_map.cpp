@@ -13,10 +13,13 @@ TokenMap::TokenMap(std::span<const TokenEntry> tokens, bool normal_first) : toke
   while (cap < tokens.size() * 2) cap <<= 1;  // at most half full
   slots_.assign(cap, Slot{});
   shift_ = 64 - __builtin_ctzll(cap);
+  // (With normal_first, the Normal tokens are all in after the first pass, so the second takes only
+  // the others: inserting a Normal token again found its text and kept the first.)
   if (normal_first)
     for (size_t i = 0; i < tokens.size(); ++i)
       if (tokens[i].type == TokenType::Normal) insert(TokenId(i));
-  for (size_t i = 0; i < tokens.size(); ++i) insert(TokenId(i));
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (!normal_first || tokens[i].type != TokenType::Normal) insert(TokenId(i));
 }
 
 uint64_t TokenMap::hash(std::string_view s) { return std::hash<std::string_view>{}(s) * 0x9E3779B97F4A7C15ull; }
