@@ -123,7 +123,7 @@ class Model {
   virtual void forward_batch(std::span<SeqBatch> seqs, ThreadPool& pool) const = 0;
 
   // Blocks until the weights' background copies (F16 on AMX, PackedStore) are made: the products run
-  // at their final speed from then on (bench waits before it times anything). Same results before.
+  // at their final speed from then on. Same results before. (ignis bench uses finish_repacking.)
   virtual void wait_repacked() const {}
   // Makes the background copies still missing with the pool's threads, and returns once all are made
   // (at once if they are). For a caller about to run many single-token steps: the copies' kernels are
