@@ -18,20 +18,11 @@ SCRATCH=${SCRATCH:-/work/scratch/bench}
 IGNIS=${IGNIS:-$ROOT/build/bin/ignis}
 IGNIS_B=${IGNIS_B:-}
 THREADS=${THREADS:-2}
-LL="$SCRATCH/llama.cpp"
-SIMPLE="$LL/build/bin/llama-simple"
-[ -x "$SIMPLE" ] || { echo "missing $SIMPLE: run bench/vs-llamacpp.sh once to build llama.cpp" >&2; exit 2; }
 . "$ROOT/bench/llamacpp_libs.sh"
-llamacpp_libs "$LL" "$@"
-echo "llama.cpp CPU backend: $LLAMA_CPU_LIB; $N tokens"
+llama_simple_setup "$@"
+echo "$N tokens"
 PROMPT="A server handles 240 requests per second. Traffic increases by 35%. How many requests per second must it handle? Show the calculation."
-ms() {  # command... -> wall milliseconds
-  local t0=$EPOCHREALTIME
-  "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
-  local t1=$EPOCHREALTIME
-  echo $(((${t1/./} - ${t0/./}) / 1000))
-}
-ignis_job() { ms "$1" run -m "$2" -p "$PROMPT" -n "$N" --temp 0 -t "$THREADS"; }
+ignis_job() { wall_ms "$1" run -m "$2" -p "$PROMPT" -n "$N" --temp 0 -t "$THREADS"; }
 if [ -n "$IGNIS_B" ]; then
   echo "| model | llama-simple ms (median / best) | ignis ms | ignis B ms | ignis / llama | ignis B / llama |"
   echo "|---|---:|---:|---:|---:|---:|"
@@ -41,10 +32,10 @@ else
 fi
 for m in "$@"; do
   L=(); I=(); B=()
-  ms "${LLAMA_ENV[@]}" "$SIMPLE" -m "$m" -n "$N" "$PROMPT" >/dev/null
+  wall_ms "${LLAMA_ENV[@]}" "$SIMPLE" -m "$m" -n "$N" "$PROMPT" >/dev/null
   ignis_job "$IGNIS" "$m" >/dev/null
   for _ in $(seq "$ROUNDS"); do
-    L+=("$(ms "${LLAMA_ENV[@]}" "$SIMPLE" -m "$m" -n "$N" "$PROMPT")")
+    L+=("$(wall_ms "${LLAMA_ENV[@]}" "$SIMPLE" -m "$m" -n "$N" "$PROMPT")")
     I+=("$(ignis_job "$IGNIS" "$m")")
     [ -z "$IGNIS_B" ] || B+=("$(ignis_job "$IGNIS_B" "$m")")
   done

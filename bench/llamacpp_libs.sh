@@ -41,3 +41,21 @@ llamacpp_libs() {
   [ -n "${LLAMA_CPU_VARIANT:-}" ] || LLAMA_CPU_LIB+=" (the native build fails here)"
   probe_all "$@" || { echo "llama-bench fails with both the native and the prebuilt $variant backend" >&2; return 1; }
 }
+
+# The fresh-process scripts (load-vs-llamacpp.sh, job-vs-llamacpp.sh): llama_simple_setup MODEL... sets
+# LL and SIMPLE (llama.cpp's llama-simple, built by vs-llamacpp.sh; exits if missing), LLAMA_ENV as
+# llamacpp_libs does, and prints the backend; wall_ms COMMAND... runs it silently and prints its wall
+# milliseconds (exits if it fails). Needs SCRATCH.
+llama_simple_setup() {
+  LL="$SCRATCH/llama.cpp"
+  SIMPLE="$LL/build/bin/llama-simple"
+  [ -x "$SIMPLE" ] || { echo "missing $SIMPLE: run bench/vs-llamacpp.sh once to build llama.cpp" >&2; exit 2; }
+  llamacpp_libs "$LL" "$@"
+  echo "llama.cpp CPU backend: $LLAMA_CPU_LIB"
+}
+wall_ms() {
+  local t0=$EPOCHREALTIME
+  "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
+  local t1=$EPOCHREALTIME
+  echo $(((${t1/./} - ${t0/./}) / 1000))
+}

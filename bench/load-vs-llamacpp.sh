@@ -14,27 +14,17 @@ ROUNDS=${1:-7}; shift || true
 SCRATCH=${SCRATCH:-/work/scratch/bench}
 IGNIS=${IGNIS:-$ROOT/build/bin/ignis}
 THREADS=${THREADS:-2}
-LL="$SCRATCH/llama.cpp"
-SIMPLE="$LL/build/bin/llama-simple"
-[ -x "$SIMPLE" ] || { echo "missing $SIMPLE: run bench/vs-llamacpp.sh once to build llama.cpp" >&2; exit 2; }
 . "$ROOT/bench/llamacpp_libs.sh"
-llamacpp_libs "$LL" "$@"
-echo "llama.cpp CPU backend: $LLAMA_CPU_LIB"
-ms() {  # command... -> wall milliseconds
-  local t0=$EPOCHREALTIME
-  "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
-  local t1=$EPOCHREALTIME
-  echo $(((${t1/./} - ${t0/./}) / 1000))
-}
+llama_simple_setup "$@"
 echo "| model | llama-simple ms (median / best) | ignis run ms (median / best) | ignis / llama (median) |"
 echo "|---|---:|---:|---:|"
 for m in "$@"; do
   L=(); I=()
-  ms "${LLAMA_ENV[@]}" "$SIMPLE" -m "$m" -n 1 "Hello world" >/dev/null
-  ms "$IGNIS" run -m "$m" -p "Hello world" -n 1 --temp 0 -t "$THREADS" >/dev/null
+  wall_ms "${LLAMA_ENV[@]}" "$SIMPLE" -m "$m" -n 1 "Hello world" >/dev/null
+  wall_ms "$IGNIS" run -m "$m" -p "Hello world" -n 1 --temp 0 -t "$THREADS" >/dev/null
   for _ in $(seq "$ROUNDS"); do
-    L+=("$(ms "${LLAMA_ENV[@]}" "$SIMPLE" -m "$m" -n 1 "Hello world")")
-    I+=("$(ms "$IGNIS" run -m "$m" -p "Hello world" -n 1 --temp 0 -t "$THREADS")")
+    L+=("$(wall_ms "${LLAMA_ENV[@]}" "$SIMPLE" -m "$m" -n 1 "Hello world")")
+    I+=("$(wall_ms "$IGNIS" run -m "$m" -p "Hello world" -n 1 --temp 0 -t "$THREADS")")
   done
   /usr/bin/python3 - "$(basename "$m")" "${L[*]}" "${I[*]}" <<'PY'
 import statistics, sys

@@ -53,19 +53,14 @@ BpeModel::BpeModel(const TokenizerConfig& cfg, const TokenMap& map)
     }
   };
   constexpr size_t kSplitMerges = 16384;
-  std::thread other;
+  std::jthread other;  // (joined when it goes out of scope, also when resolve throws)
   if (n >= kSplitMerges) {
     try {
-      other = std::thread(resolve, n / 2, n);
+      other = std::jthread(resolve, n / 2, n);
     } catch (const std::system_error&) {  // no thread to be had: this one does both halves
     }
   }
-  try {
-    resolve(0, other.joinable() ? n / 2 : n);
-  } catch (...) {  // (out of memory) the other half's thread is joined before the error goes on
-    if (other.joinable()) other.join();
-    throw;
-  }
+  resolve(0, other.joinable() ? n / 2 : n);
   if (other.joinable()) other.join();
   merges_.reserve(n);  // (at most half full)
   for (size_t r = 0; r < n; ++r)
