@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   }
   __builtin_cpu_init();
   std::vector<Kernel> kernels;
-  if (__builtin_cpu_supports("avx512f")) kernels.push_back({"avx512", attend_tile_avx512, 8});
+  if (__builtin_cpu_supports("avx512f")) kernels.push_back({"avx512", attend_tile_avx512, attn_avx512_tile_rows(nh, d)});
   if (cpu::amx_bf16_supported()) kernels.push_back({"amx", attend_tile_amx, 32, attn_amx_scratch_floats});
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) kernels.push_back({"avx2", attend_tile_avx2, 8});
   std::mt19937 rng(1);

@@ -63,8 +63,9 @@ void attend_spans(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, 
                   const float* q, float* out) {
   const bool all_f16 = std::all_of(spans.begin(), spans.end(), [](const SeqSpan& sp) { return sp.cache->kv_type() == DType::F16; });
   const Kernel kernel = pick_kernel(sh.head_dim, all_f16);
-  const int64_t rows_per_tile = kernel.rows_per_tile;
   const int64_t group = sh.n_head / sh.n_head_kv;
+  const int64_t rows_per_tile =
+      kernel.fn == attend_tile_avx512 ? attn_avx512_tile_rows(group, sh.head_dim) : kernel.rows_per_tile;
   const int64_t d = sh.head_dim;
   const int64_t q_stride = sh.n_head * d;
 

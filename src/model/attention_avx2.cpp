@@ -153,7 +153,7 @@ void attend(const AttnTile& t, float* scratch) {
     for (int64_t c = 0; c < n; c += 8)
       _mm256_store_ps(dst + c, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + c))));
   };
-  auto step_row = [&]<class Row>(int64_t r, const Row* const* kp, const Row* const* vp, int nj) {
+  auto step_row = [&]<class Row>(int64_t r, int64_t /*nr: 1*/, const Row* const* kp, const Row* const* vp, int nj) {
     const float* q = t.q + r * t.q_stride;
     const int64_t v0 = r * t.n_heads;
     int64_t h = 0;
@@ -172,7 +172,7 @@ void attend(const AttnTile& t, float* scratch) {
   if (t.kv_f16 && t.n_rows == 1)
     for_each_chunk_row_f16(t, kZeros16, step_row);
   else
-    for_each_chunk_row(t, kZeros, attn_chunk_rows(t, scratch), widen, step_row);
+    for_each_chunk_row(t, kZeros, attn_chunk_rows(t, scratch), 1, widen, step_row);
   for (int64_t r = 0; r < t.n_rows; ++r)
     for (int64_t h = 0; h < t.n_heads; ++h) {
       const int64_t v = r * t.n_heads + h;

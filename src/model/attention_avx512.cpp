@@ -41,6 +41,13 @@ inline __m512 combine(const __m512 v[4]) {
 // The 16 raw scores of NQ query vectors qv[] against one chunk's K rows (ND = head_dim / 16), the
 // vectors sharing every K load; each vector's arithmetic is the same whatever shares the chunk with it.
 // The K rows are f32 or f16 (Row = uint16_t, widened exactly as they are loaded: the same bits).
+// NOTE (no hoisting): the K loads do not depend on the vectors, and GCC 12 hoisted a chunk's
+// head_dim / 16 x 16 f32 loads out of the loop over a row's heads: it copied the whole widened chunk to
+// the stack once per row (128 more loads and 128 stores at head_dim 128) and read the copy. An empty asm
+// on each row pointer keeps the loads in place. `ignis-bench-attention 128 2 4096 10` prefill, ns per
+// vector and chunk, alternated 4x: 91-94 -> 69-73; 64 x 4 and 128 x 6 gained 5-10%. f16 rows (decode,
+// converted as they are read) keep the hoisted copy, which shares the conversions among the heads:
+// laundered, 128 x 6 decode read 82-83 against 69-73.
 template <int ND, int NQ, class Row>
 inline void chunk_scores(const float* const qv[NQ], const Row* const kp[16], __m512 s[NQ]) {
   __m512 qr[NQ][ND];
@@ -50,6 +57,7 @@ inline void chunk_scores(const float* const qv[NQ], const Row* const kp[16], __m
     __m512 t[NQ][4];
     IGNIS_UNROLL for (int i = 0; i < 4; ++i) {
       const Row* kr = kp[4 * k + i];
+      if constexpr (std::is_same_v<Row, float>) asm("" : "+r"(kr));  // NOTE (no hoisting)
       __m512 kc = load16(kr);
       IGNIS_UNROLL for (int q = 0; q < NQ; ++q) t[q][i] = _mm512_mul_ps(qr[q][0], kc);
       IGNIS_UNROLL for (int c = 1; c < ND; ++c) {
@@ -112,49 +120,60 @@ void attend(const AttnTile& t, float* scratch) {
   alignas(64) static const float kZeros[256] = {};
   alignas(64) static const uint16_t kZeros16[256] = {};
   constexpr int kMaxHeads = 64;
+  constexpr int64_t kGroupVectors = 8;
   float va[kMaxHeads];
   auto widen = [](const uint16_t* src, float* dst, int64_t) {
     IGNIS_UNROLL for (int c = 0; c < ND; ++c)
       _mm512_store_ps(dst + 16 * c, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 16 * c))));
   };
-  auto step_row = [&]<class Row>(int64_t r, const Row* const* kp, const Row* const* vp, int nj) {
-    const int64_t v0 = r * t.n_heads;
+  // The vectors of rows r .. r + nr - 1 (nr > 1 only when they number at most kMaxHeads), or of one row's
+  // heads h0 .. kMaxHeads at a time.
+  // NOTE (row groups): the phases run over the vectors of several rows at once when a row has fewer
+  // than kGroupVectors (a row of Qwen3-0.6B has 2 per KV head): one row's 2 vectors left the core one
+  // dependent chain of scores, max and exp at a time. Rows group only while they see the same positions
+  // of the chunk (the same nj), so every vector's arithmetic is unchanged. Qwen3-0.6B Q8_0 `ignis bench
+  // -p 512 -n 0 -d 4096 -t 2 -r 2`, groups of 1 against 8 vectors, alternated twice: 138-139 against
+  // 152-163 t/s (4 vectors 144-149, 16 148-156).
+  auto step_rows = [&]<class Row>(int64_t r, int64_t nr, const Row* const* kp, const Row* const* vp, int nj) {
     for (int64_t h0 = 0; h0 < t.n_heads; h0 += kMaxHeads) {
       const int nh = static_cast<int>(std::min<int64_t>(kMaxHeads, t.n_heads - h0));
-      const float* qrow = t.q + r * t.q_stride + h0 * d;
-      __m512 raw[kMaxHeads];
-      int hq = 0;
-      auto scores = [&]<int NQ>(int h) {
-        const float* qv[NQ];
-        IGNIS_UNROLL for (int k = 0; k < NQ; ++k) qv[k] = qrow + (h + k) * d;
-        chunk_scores<ND, NQ>(qv, kp, raw + h);
-      };
-      for (; hq + kQPair <= nh; hq += kQPair) scores.template operator()<kQPair>(hq);
-      if (hq < nh) scores.template operator()<1>(hq);
-      for (int h = 0; h < nh; ++h) {
-        const int64_t v = v0 + h0 + h;
-        chunk_weights(raw[h], nj, t.scale, m[v], lv + v * 16, pw + 16 * h, &va[h]);
+      const int nv = nh * static_cast<int>(nr);
+      const float* qv[kMaxHeads];
+      int64_t vid[kMaxHeads];  // the vectors' indices into m, lv and o
+      for (int i = 0; i < nv; ++i) {
+        const int64_t row = r + i / nh, h = h0 + i % nh;
+        qv[i] = t.q + row * t.q_stride + h * d;
+        vid[i] = row * t.n_heads + h;
       }
-      auto values = [&]<int NV>(int h) {
+      __m512 raw[kMaxHeads];
+      int i = 0;
+      for (; i + kQPair <= nv; i += kQPair) chunk_scores<ND, kQPair>(qv + i, kp, raw + i);
+      if (i < nv) chunk_scores<ND, 1>(qv + i, kp, raw + i);
+      for (i = 0; i < nv; ++i) chunk_weights(raw[i], nj, t.scale, m[vid[i]], lv + vid[i] * 16, pw + 16 * i, &va[i]);
+      auto values = [&]<int NV>(int i0) {
         float* ov[NV];
         const float* pv[NV];
         IGNIS_UNROLL for (int k = 0; k < NV; ++k) {
-          ov[k] = o + (v0 + h0 + h + k) * d;
-          pv[k] = pw + 16 * (h + k);
+          ov[k] = o + vid[i0 + k] * d;
+          pv[k] = pw + 16 * (i0 + k);
         }
-        chunk_values<ND, NV, Row>(vp, nj, ov, pv, va + h);
+        chunk_values<ND, NV, Row>(vp, nj, ov, pv, va + i0);
       };
-      int h = 0;
-      if constexpr (kValHeads >= 4) for (; h + 4 <= nh; h += 4) values.template operator()<4>(h);
-      if constexpr (kValHeads >= 2) for (; h + 2 <= nh; h += 2) values.template operator()<2>(h);
-      for (; h < nh; ++h) values.template operator()<1>(h);
+      i = 0;
+      if constexpr (kValHeads >= 4) for (; i + 4 <= nv; i += 4) values.template operator()<4>(i);
+      if constexpr (kValHeads >= 2) for (; i + 2 <= nv; i += 2) values.template operator()<2>(i);
+      for (; i < nv; ++i) values.template operator()<1>(i);
     }
   };
+  // Rows in groups of at least kGroupVectors vectors (bounded by kMaxHeads), when a row has fewer heads.
+  const int64_t group_rows = t.n_heads < 1 || t.n_heads >= kMaxHeads
+                                 ? 1
+                                 : std::clamp<int64_t>((kGroupVectors + t.n_heads - 1) / t.n_heads, 1, kMaxHeads / t.n_heads);
   // Decode tiles (one row) read f16 rows in place (attention_kernel.h, NOTE (f16 cache)).
   if (t.kv_f16 && t.n_rows == 1)
-    for_each_chunk_row_f16(t, kZeros16, step_row);
+    for_each_chunk_row_f16(t, kZeros16, step_rows);
   else
-    for_each_chunk_row(t, kZeros, attn_chunk_rows(t, scratch), widen, step_row);
+    for_each_chunk_row(t, kZeros, attn_chunk_rows(t, scratch), group_rows, widen, step_rows);
   for (int64_t r = 0; r < t.n_rows; ++r)
     for (int64_t h = 0; h < t.n_heads; ++h) {
       const int64_t v = r * t.n_heads + h;

@@ -57,10 +57,10 @@ struct AttnTile {
 };
 
 // scratch: at least attn_scratch_floats(tile) floats, 64-byte aligned.
-// (Per query vector: its output, a running max and 16 lane sums; per head of a row, its chunk's 16
-// softmax weights; then the chunk's widened K and V rows at attn_chunk_rows.)
+// (Per query vector: its output, a running max and 16 lane sums; per vector in flight (at most 64, or a
+// row's heads), its chunk's 16 softmax weights; then the chunk's widened K and V rows at attn_chunk_rows.)
 inline int64_t attn_work_floats(const AttnTile& t) {
-  return (t.n_rows * t.n_heads * (t.head_dim + 32) + 16 * t.n_heads + 64 + 15) / 16 * 16;
+  return (t.n_rows * t.n_heads * (t.head_dim + 32) + 16 * (t.n_heads > 64 ? t.n_heads : 64) + 64 + 15) / 16 * 16;
 }
 inline int64_t attn_scratch_floats(const AttnTile& t) { return attn_work_floats(t) + 2 * kAttnChunk * t.head_dim; }
 // [2 (K, V)][kAttnChunk][head_dim] f32, 64-byte aligned when scratch is.
@@ -98,25 +98,37 @@ inline void for_each_chunk(const AttnTile& t, OnChunk&& on_chunk) {
   }
 }
 
-// step_row(r, kp, vp, nj) for each row r of the tile whose positions reach into the chunk at j0, with
-// nj, the number of the chunk's positions the row attends to.
-template <class Row, class StepRow>
+// step_rows(r, nr, kp, vp, nj) for the rows of the tile whose positions reach into the chunk at j0, in
+// order, up to group_rows consecutive rows at a time that attend to the same number nj of the chunk's
+// positions (rows r .. r + nr - 1).
+template <class Row, class StepRows>
 inline void for_each_row_in_chunk(const AttnTile& t, int64_t j0, const Row* const* kp, const Row* const* vp,
-                                  StepRow&& step_row) {
-  for (int64_t r = 0; r < t.n_rows; ++r) {
-    const int64_t n_kv = t.n_kv0 + r;
-    if (j0 >= n_kv) continue;
-    const int nj = static_cast<int>(n_kv - j0 < kAttnChunk ? n_kv - j0 : kAttnChunk);
-    step_row(r, kp, vp, nj);
+                                  int64_t group_rows, StepRows&& step_rows) {
+  auto seen = [&](int64_t r) {  // positions of the chunk row r attends to (<= 0: none)
+    const int64_t n = t.n_kv0 + r - j0;
+    return n < kAttnChunk ? n : kAttnChunk;
+  };
+  for (int64_t r = 0; r < t.n_rows;) {
+    const int64_t nj = seen(r);
+    if (nj <= 0) {
+      ++r;
+      continue;
+    }
+    int64_t nr = 1;
+    while (nr < group_rows && r + nr < t.n_rows && seen(r + nr) == nj) ++nr;
+    step_rows(r, nr, kp, vp, static_cast<int>(nj));
+    r += nr;
   }
 }
 
-// The chunk walk shared by the SIMD kernels: for each chunk (in order) and each row r whose positions
-// reach into it, step_row(r, kp, vp, nj) with the chunk's 16 K and V rows as f32 (f16 rows widened by
+// The chunk walk shared by the SIMD kernels: for each chunk (in order) and each group of rows whose
+// positions reach into it (for_each_row_in_chunk), step_rows(r, nr, kp, vp, nj) with the chunk's 16 K
+// and V rows as f32 (f16 rows widened by
 // widen(src, dst, head_dim) into `rows`, attn_chunk_rows; past the chunk's end they point at zeros,
 // which must hold head_dim floats).
-template <class Widen, class StepRow>
-inline void for_each_chunk_row(const AttnTile& t, const float* zeros, float* rows, Widen&& widen, StepRow&& step_row) {
+template <class Widen, class StepRows>
+inline void for_each_chunk_row(const AttnTile& t, const float* zeros, float* rows, int64_t group_rows, Widen&& widen,
+                               StepRows&& step_rows) {
   const int64_t d = t.head_dim;
   auto walk = [&]<class Row>(int64_t j0, int n_chunk, const Row* const* kr, const Row* const* vr) {
     const float* kp[kAttnChunk];
@@ -134,7 +146,7 @@ inline void for_each_chunk_row(const AttnTile& t, const float* zeros, float* row
         vp[i] = vr[i];
       }
     }
-    for_each_row_in_chunk(t, j0, kp, vp, step_row);
+    for_each_row_in_chunk(t, j0, kp, vp, group_rows, step_rows);
   };
   if (t.kv_f16)
     for_each_chunk<uint16_t>(t, walk);
@@ -149,8 +161,8 @@ inline void for_each_chunk_row(const AttnTile& t, const float* zeros, float* row
 // widening loop had issued a chunk's 32 row loads back to back; the kernels read them in among their
 // FMA chains, and from DRAM (`ignis-bench-attention 64 4 4096 20 64`) took 2x the widening loop's time
 // without the prefetch.
-template <class StepRow>
-inline void for_each_chunk_row_f16(const AttnTile& t, const uint16_t* zeros, StepRow&& step_row) {
+template <class StepRows>
+inline void for_each_chunk_row_f16(const AttnTile& t, const uint16_t* zeros, StepRows&& step_rows) {
   const int64_t n_kv_max = t.n_kv0 + t.n_rows - 1;
   const auto row_bytes = static_cast<uintptr_t>(t.head_dim) * sizeof(uint16_t);
   int64_t ahead = 0;  // positions [0, ahead) prefetched; `at` is position `ahead`
@@ -172,7 +184,7 @@ inline void for_each_chunk_row_f16(const AttnTile& t, const uint16_t* zeros, Ste
       kp[i] = i < n_chunk ? kr[i] : zeros;
       vp[i] = i < n_chunk ? vr[i] : zeros;
     }
-    for_each_row_in_chunk(t, j0, kp, vp, step_row);
+    for_each_row_in_chunk(t, j0, kp, vp, 1, step_rows);
   });
 }
 
@@ -181,6 +193,17 @@ using AttnTileFn = void (*)(const AttnTile& tile, float* scratch);
 void attend_tile_portable(const AttnTile& tile, float* scratch);
 void attend_tile_avx2(const AttnTile& tile, float* scratch);    // head_dim % 8 == 0, <= 256; else the portable loops
 void attend_tile_avx512(const AttnTile& tile, float* scratch);  // head_dim % 16 == 0, <= 256
+// The rows of a prefill tile for attend_tile_avx512 with `group` query heads per KV head: 8 to 32, as
+// many as keep the tile's outputs within 32 KB.
+// NOTE (tile rows): every tile reads its sequence's K/V rows up to its last position, so a tile of
+// rows x group vectors reads them once for all those vectors. At 4,096 positions of context one KV
+// head's rows (2.4 MB for head_dim 128) no longer sit in L2. Qwen3-0.6B (2 heads of 128 per KV head)
+// `ignis bench -p 512 -n 0 -d 4096 -t 2 -r 2`, 8 rows -> 32, alternated 3x: 146-164 -> 170-196 t/s;
+// Qwen2.5-0.5B (18 rows), Llama-3.2-1B (32) and Qwen2.5-1.5B (10) within the noise.
+inline int64_t attn_avx512_tile_rows(int64_t group, int64_t head_dim) {
+  const int64_t rows = 8192 / (group * head_dim);
+  return rows < 8 ? 8 : rows > 32 ? 32 : rows;
+}
 // AMX-BF16 (attention_amx.cpp): f16 pages, head_dim % 32 == 0, <= 256; only call when
 // cpu::amx_bf16_supported(). Its scratch: attn_amx_scratch_floats(tile) floats, 64-byte aligned.
 void attend_tile_amx(const AttnTile& tile, float* scratch);
