@@ -33,9 +33,9 @@ struct Kernel {
   int64_t (*scratch_floats)(const AttnTile&) = attn_scratch_floats;
 };
 
-// The kernel for head_dim and the cache type on this CPU, at most cpu::isa_cap() (IGNIS_ISA; IGNIS_AMX=0
-// leaves AMX out); the CPU is probed once.
-Kernel pick_kernel(int64_t head_dim, bool kv_f16) {
+// The kernel for head_dim, `group` query heads per KV head and the cache type on this CPU, at most
+// cpu::isa_cap() (IGNIS_ISA; IGNIS_AMX=0 leaves AMX out); the CPU is probed once.
+Kernel pick_kernel(int64_t head_dim, int64_t group, bool kv_f16) {
   static const bool avx512 = [] {
     __builtin_cpu_init();
     return cpu::isa_cap() >= cpu::Isa::kAvx512 && __builtin_cpu_supports("avx512f") != 0;
@@ -45,7 +45,8 @@ Kernel pick_kernel(int64_t head_dim, bool kv_f16) {
   static const bool amx = avx512 && cpu::use_amx() && cpu::amx_bf16_supported();
   if (amx && kv_f16 && head_dim % 32 == 0 && head_dim <= 256)
     return {"amx", attend_tile_amx, 32, attn_amx_scratch_floats};
-  if (avx512 && head_dim % 16 == 0 && head_dim <= 256) return {"avx512", attend_tile_avx512, 8};
+  if (avx512 && head_dim % 16 == 0 && head_dim <= 256)
+    return {"avx512", attend_tile_avx512, attn_avx512_tile_rows(group, head_dim)};
   if (avx2) return {"avx2", attend_tile_avx2, 8};
   return {"portable", attend_tile_portable, 8};
 }
@@ -62,10 +63,9 @@ struct Item {
 void attend_spans(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, const AttentionShape& sh,
                   const float* q, float* out) {
   const bool all_f16 = std::all_of(spans.begin(), spans.end(), [](const SeqSpan& sp) { return sp.cache->kv_type() == DType::F16; });
-  const Kernel kernel = pick_kernel(sh.head_dim, all_f16);
   const int64_t group = sh.n_head / sh.n_head_kv;
-  const int64_t rows_per_tile =
-      kernel.fn == attend_tile_avx512 ? attn_avx512_tile_rows(group, sh.head_dim) : kernel.rows_per_tile;
+  const Kernel kernel = pick_kernel(sh.head_dim, group, all_f16);
+  const int64_t rows_per_tile = kernel.rows_per_tile;
   const int64_t d = sh.head_dim;
   const int64_t q_stride = sh.n_head * d;
 
@@ -147,7 +147,7 @@ void attend_spans(ThreadPool& pool, std::span<const SeqSpan> spans, int64_t il, 
 
 }  // namespace
 
-const char* attention_kernel_name(int64_t head_dim, bool kv_f16) { return pick_kernel(head_dim, kv_f16).name; }
+const char* attention_kernel_name(int64_t head_dim, bool kv_f16) { return pick_kernel(head_dim, 1, kv_f16).name; }
 
 void attention(ThreadPool& pool, KvCache& cache, int64_t il, const AttentionShape& sh, const float* q,
                int64_t n_tokens, int64_t pos0, float* out) {

@@ -140,13 +140,14 @@ void attend(const AttnTile& t, float* scratch) {
       const int nv = nh * static_cast<int>(nr);
       const float* qv[kMaxHeads];
       int64_t vid[kMaxHeads];  // the vectors' indices into m, lv and o
-      for (int i = 0; i < nv; ++i) {
-        const int64_t row = r + i / nh, h = h0 + i % nh;
-        qv[i] = t.q + row * t.q_stride + h * d;
-        vid[i] = row * t.n_heads + h;
-      }
-      __m512 raw[kMaxHeads];
       int i = 0;
+      for (int64_t row = r; row < r + nr; ++row)
+        for (int64_t h = h0; h < h0 + nh; ++h, ++i) {
+          qv[i] = t.q + row * t.q_stride + h * d;
+          vid[i] = row * t.n_heads + h;
+        }
+      __m512 raw[kMaxHeads];
+      i = 0;
       for (; i + kQPair <= nv; i += kQPair) chunk_scores<ND, kQPair>(qv + i, kp, raw + i);
       if (i < nv) chunk_scores<ND, 1>(qv + i, kp, raw + i);
       for (i = 0; i < nv; ++i) chunk_weights(raw[i], nj, t.scale, m[vid[i]], lv + vid[i] * 16, pw + 16 * i, &va[i]);

@@ -123,9 +123,8 @@ inline void for_each_row_in_chunk(const AttnTile& t, int64_t j0, const Row* cons
 
 // The chunk walk shared by the SIMD kernels: for each chunk (in order) and each group of rows whose
 // positions reach into it (for_each_row_in_chunk), step_rows(r, nr, kp, vp, nj) with the chunk's 16 K
-// and V rows as f32 (f16 rows widened by
-// widen(src, dst, head_dim) into `rows`, attn_chunk_rows; past the chunk's end they point at zeros,
-// which must hold head_dim floats).
+// and V rows as f32 (f16 rows widened by widen(src, dst, head_dim) into `rows`, attn_chunk_rows; past
+// the chunk's end they point at zeros, which must hold head_dim floats).
 template <class Widen, class StepRows>
 inline void for_each_chunk_row(const AttnTile& t, const float* zeros, float* rows, int64_t group_rows, Widen&& widen,
                                StepRows&& step_rows) {
