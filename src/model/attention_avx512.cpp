@@ -113,13 +113,13 @@ void attend(const AttnTile& t, float* scratch) {
   float* m = scratch;
   float* lv = scratch + ((n_vec + 15) / 16) * 16;  // 16 lane sums per vector, 64-byte aligned when scratch is
   float* o = lv + n_vec * 16;
-  float* pw = o + n_vec * d;  // 16 weights per head of the row in flight
+  float* pw = o + n_vec * d;  // 16 weights per vector in flight
   std::fill(m, m + n_vec, -std::numeric_limits<float>::infinity());
   std::fill(lv, lv + n_vec * 16, 0.0f);
   std::fill(o, o + n_vec * d, 0.0f);
   alignas(64) static const float kZeros[256] = {};
   alignas(64) static const uint16_t kZeros16[256] = {};
-  constexpr int kMaxHeads = 64;
+  constexpr int kMaxHeads = kAttnMaxVectors;
   constexpr int64_t kGroupVectors = 8;
   float va[kMaxHeads];
   auto widen = [](const uint16_t* src, float* dst, int64_t) {

@@ -56,11 +56,14 @@ struct AttnTile {
   int64_t n_kv0 = 0;
 };
 
+// The most query vectors a kernel takes through one chunk step together (the AVX-512 kernel's
+// registers' worth of scores).
+inline constexpr int kAttnMaxVectors = 64;
 // scratch: at least attn_scratch_floats(tile) floats, 64-byte aligned.
-// (Per query vector: its output, a running max and 16 lane sums; per vector in flight (at most 64, or a
-// row's heads), its chunk's 16 softmax weights; then the chunk's widened K and V rows at attn_chunk_rows.)
+// (Per query vector: its output, a running max and 16 lane sums; per vector in flight (at most
+// kAttnMaxVectors), its chunk's 16 softmax weights; then the chunk's widened K and V rows at attn_chunk_rows.)
 inline int64_t attn_work_floats(const AttnTile& t) {
-  return (t.n_rows * t.n_heads * (t.head_dim + 32) + 16 * (t.n_heads > 64 ? t.n_heads : 64) + 64 + 15) / 16 * 16;
+  return (t.n_rows * t.n_heads * (t.head_dim + 32) + 16 * kAttnMaxVectors + 64 + 15) / 16 * 16;
 }
 inline int64_t attn_scratch_floats(const AttnTile& t) { return attn_work_floats(t) + 2 * kAttnChunk * t.head_dim; }
 // [2 (K, V)][kAttnChunk][head_dim] f32, 64-byte aligned when scratch is.

@@ -48,7 +48,6 @@ TEST(TokenMap, NormalTokensWinRepeatedTexts) {
   EXPECT_EQ(in_order.find("b"), 4);
 }
 
-
 // MergeList: pairs kept end to end in one buffer come back as they went in, empty sides included.
 TEST(MergeList, PairsComeBackInRankOrder) {
   MergeList m;
